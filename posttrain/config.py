@@ -1,0 +1,231 @@
+"""Typed run configuration: one pydantic model behind the YAML recipe, the CLI overrides
+and the logged `config.yaml`.
+
+`load_config(recipe_path, overrides)` reads an optional YAML recipe, applies
+`a.b.c=value` overrides (values parsed as YAML scalars) and validates everything at
+start-up. Any problem raises `ConfigError`, whose message names the field, the bad
+value and what is accepted (or the nearest known key); the CLI turns it into exit
+code 2. The defaults are the built-in recipe that `posttrain run` runs.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ConfigError(ValueError):
+    """A recipe or override that cannot run; the message says which field and why."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelConfig(_Strict):
+    name: str = Field("tiny", description="'tiny', 'smollm2-135m', or a local HF model directory")
+    hidden_size: int = Field(128, ge=16, description="tiny model: width")
+    num_layers: int = Field(4, ge=1, description="tiny model: transformer blocks")
+    num_heads: int = Field(4, ge=1, description="tiny model: attention heads")
+    intermediate_size: int = Field(384, ge=16, description="tiny model: MLP width")
+    threads: int = Field(1, ge=1, description="torch intra-op threads (1 is fastest for tiny)")
+
+
+class SFTConfig(_Strict):
+    enabled: bool = Field(True, description="run this stage")
+    num_examples: int = Field(4000, ge=1, description="size of the fixed demonstration set")
+    max_difficulty: int = Field(10, ge=1, le=10, description="demonstrations come from 1..this")
+    batch_size: int = Field(32, ge=1, description="sequences per optimizer step")
+    lr: float = Field(3e-3, gt=0, description="peak AdamW learning rate")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
+    warmup_steps: int = Field(30, ge=0, description="linear warm-up steps")
+    max_steps: int = Field(3000, ge=1, description="hard cap on optimizer steps")
+    max_minutes: float = Field(5.5, gt=0, description="wall-clock cap for the stage")
+    eval_every: int = Field(100, ge=1, description="steps between validation-loss checks")
+    patience: int = Field(3, ge=1, description="stop after this many checks without improvement")
+    val_examples: int = Field(256, ge=1, description="held-out demonstrations for the stop rule")
+
+
+class DPOConfig(_Strict):
+    enabled: bool = Field(True, description="run this stage")
+    num_tasks: int = Field(384, ge=1, description="training tasks to mine pairs from")
+    val_tasks: int = Field(128, ge=1, description="held-out tasks for preference accuracy")
+    samples_per_task: int = Field(4, ge=2, description="answers sampled per task to mine pairs")
+    temperature: float = Field(1.0, gt=0, description="sampling temperature for mining")
+    beta: float = Field(0.1, gt=0, description="DPO inverse temperature")
+    sft_weight: float = Field(0.0, ge=0, description="NLL on chosen answers added to the loss")
+    lr: float = Field(2e-4, gt=0, description="AdamW learning rate")
+    batch_size: int = Field(32, ge=1, description="pairs per optimizer step")
+    epochs: int = Field(1, ge=1, description="passes over the mined pairs")
+    max_minutes: float = Field(1.5, gt=0, description="wall-clock cap for the stage")
+
+
+class GRPOConfig(_Strict):
+    enabled: bool = Field(True, description="run this stage")
+    steps: int = Field(400, ge=1, description="policy updates (max_minutes may stop it first)")
+    batch_size: int = Field(128, ge=1, description="rollouts per step (prompts × group_size)")
+    group_size: int = Field(8, ge=2, description="samples per prompt")
+    lr: float = Field(5e-4, gt=0, description="AdamW learning rate")
+    temperature: float = Field(1.0, gt=0, description="sampling temperature")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling")
+    clip_eps: float = Field(0.2, gt=0, description="PPO clip range (low side)")
+    clip_eps_high: float = Field(0.28, gt=0, description="PPO clip range (high side, DAPO)")
+    kl_coef: float = Field(0.0, ge=0, description="k3 KL penalty to the stage's start policy")
+    scale_rewards: bool = Field(True, description="divide advantages by the group std")
+    aggregation: Literal["token", "sequence"] = Field("token", description="loss averaging")
+    epochs: int = Field(1, ge=1, description="optimizer passes over each batch")
+    minibatch_size: int = Field(64, ge=1, description="rollouts per backward pass")
+    max_minutes: float = Field(4.0, gt=0, description="wall-clock cap for the stage")
+
+
+class EvalConfig(_Strict):
+    tasks_per_domain: int = Field(100, ge=1, description="held-out tasks per domain")
+    seed_offset: int = Field(10**9, ge=0, description="held-out seeds start here")
+
+
+class ControlConfig(_Strict):
+    enabled: bool = Field(True, description="SFT further for DPO+GRPO's wall-clock")
+
+
+class RunConfig(_Strict):
+    name: str | None = Field(None, description="run directory name (default: a timestamp)")
+    out_dir: str = Field("runs", description="where run directories go")
+    seed: int = Field(0, description="seeds the model, data order and sampling")
+    domains: list[str] = Field(
+        default_factory=lambda: [
+            "arith/addition-v1",
+            "text/reverse-v1",
+            "list/sort-v1",
+            "tools/calculator-v1",
+        ],
+        description="domain ids of the mix (see `posttrain domains list`)",
+    )
+    max_new_tokens: int = Field(80, ge=1, description="token budget per assistant turn")
+    model: ModelConfig = Field(default_factory=lambda: ModelConfig())
+    sft: SFTConfig = Field(default_factory=lambda: SFTConfig())
+    dpo: DPOConfig = Field(default_factory=lambda: DPOConfig())
+    grpo: GRPOConfig = Field(default_factory=lambda: GRPOConfig())
+    eval: EvalConfig = Field(default_factory=lambda: EvalConfig())
+    control: ControlConfig = Field(default_factory=lambda: ControlConfig())
+
+    @model_validator(mode="after")
+    def _combinations(self) -> RunConfig:
+        g = self.grpo
+        if g.batch_size % g.group_size:
+            raise ValueError(
+                f"grpo.batch_size={g.batch_size} is not divisible by "
+                f"grpo.group_size={g.group_size}; pick a multiple of {g.group_size}"
+            )
+        if not self.domains:
+            raise ValueError("domains must name at least one domain")
+        return self
+
+
+# Every stage with a tiny budget: `posttrain run --smoke`.
+SMOKE_OVERRIDES = [
+    "sft.num_examples=256",
+    "sft.max_steps=30",
+    "sft.eval_every=10",
+    "sft.val_examples=32",
+    "dpo.num_tasks=16",
+    "dpo.val_tasks=8",
+    "dpo.batch_size=8",
+    "grpo.steps=3",
+    "grpo.batch_size=32",
+    "grpo.minibatch_size=32",
+    "eval.tasks_per_domain=10",
+]
+
+
+def load_config(recipe: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
+    """Read the recipe (if any), apply overrides, validate. Raises ConfigError."""
+    data: dict[str, Any] = {}
+    if recipe is not None:
+        path = Path(recipe)
+        if not path.is_file():
+            raise ConfigError(f"recipe file {str(path)!r} does not exist")
+        try:
+            loaded = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"recipe file {str(path)!r} is not valid YAML: {exc}") from exc
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"recipe file {str(path)!r} must hold a mapping of settings")
+        data = loaded or {}
+    for item in overrides or []:
+        _apply_override(data, item)
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc)) from None
+
+
+def _apply_override(data: dict[str, Any], item: str) -> None:
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} must look like key.path=value")
+    key, raw = item.split("=", 1)
+    parts = key.strip().split(".")
+    model: type[BaseModel] | None = RunConfig
+    node = data
+    for i, part in enumerate(parts):
+        if model is None or part not in model.model_fields:
+            known = list(model.model_fields) if model is not None else []
+            where = ".".join(parts[:i]) or "the top level"
+            raise ConfigError(f"unknown key {key!r}: no {part!r} in {where}{_nearest(part, known)}")
+        annotation = model.model_fields[part].annotation
+        if i == len(parts) - 1:
+            if annotation in (str, str | None) and raw.strip() not in ("null", "~"):
+                node[part] = raw  # a name like 2024 stays the string "2024"
+                continue
+            try:
+                node[part] = yaml.safe_load(raw) if raw.strip() else raw
+            except yaml.YAMLError:
+                node[part] = raw
+        else:
+            if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+                raise ConfigError(
+                    f"unknown key {key!r}: {'.'.join(parts[: i + 1])} is not a section"
+                )
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"override {item!r}: {'.'.join(parts[: i + 1])} is not a section")
+            model = annotation
+
+
+def _nearest(word: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(word, options, n=1)
+    return f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(options)}"
+
+
+def _explain(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            parent = _section(err["loc"][:-1])
+            known = list(parent.model_fields) if parent is not None else []
+            lines.append(f"unknown key {loc!r}{_nearest(str(err['loc'][-1]), known)}")
+        elif loc:
+            lines.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
+        else:
+            lines.append(str(err["msg"]).removeprefix("Value error, "))
+    return "; ".join(lines)
+
+
+def _section(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    model: type[BaseModel] = RunConfig
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        if field is None or not (
+            isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+        ):
+            return None
+        model = field.annotation
+    return model
+
+
+def config_to_yaml(config: RunConfig) -> str:
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)

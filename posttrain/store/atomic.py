@@ -1,0 +1,156 @@
+"""Atomic writes: a file or a directory is either wholly there or not there at all.
+
+    atomic_write_text(run / "summary.md", text)
+
+    with atomic_directory(run / "checkpoints" / "grpo") as tmp:
+        save_weights(tmp / "model.safetensors")
+    assert is_complete(run / "checkpoints" / "grpo")
+
+Files are written to a temporary sibling, flushed and fsynced, then moved into
+place with `os.replace`, which is atomic on POSIX file systems. Directories are
+filled under a hidden sibling `.{name}.tmp-{pid}`; on a clean exit every file in
+it is fsynced, a `COMPLETE` marker is written last, and the directory is renamed
+into place. A directory that lacks the marker is a leftover of a crash and must
+not be trusted: readers check `is_complete`.
+
+Not guaranteed: atomicity holds only within one local POSIX file system (not
+across mounts, and not on some network file systems). Replacing an existing
+directory takes two renames; a crash between them leaves *no* directory at the
+final path (the old one survives aside as `.{name}.old-{pid}`), never a partial
+one. Two writers (processes or threads) filling the same final path at once
+race: the last rename wins. Leftover temporary siblings of crashed processes are
+not swept here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+COMPLETE_MARKER = "COMPLETE"
+
+
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# mkstemp creates files 0600; atomic files get the mode a plain open() would give.
+# Read once at import: os.umask can only be read by setting it.
+_FILE_MODE = 0o666 & ~_read_umask()
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write `data` to `path` so that readers see the old content or the new, never a mix."""
+    path = Path(path)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), _FILE_MODE)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> None:
+    """Write `text` to `path` atomically (see `atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode(encoding))
+
+
+@contextlib.contextmanager
+def atomic_directory(final_path: str | Path) -> Iterator[Path]:
+    """Yield a temporary sibling directory to fill; on success it becomes `final_path`.
+
+    On a clean exit the directory gets a `COMPLETE` marker and replaces whatever
+    was at `final_path`. On an exception it is removed and the exception re-raised;
+    an existing `final_path` is then left untouched.
+    """
+    final = Path(final_path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".{final.name}.tmp-{os.getpid()}"
+    _remove(tmp)  # leftover of an earlier crash of a process with our pid
+    tmp.mkdir()
+    try:
+        yield tmp
+        _fsync_tree(tmp)
+        marker = tmp / COMPLETE_MARKER
+        with open(marker, "wb") as f:
+            f.flush()
+            os.fsync(f.fileno())
+        _fsync_dir(tmp)
+        _move_into_place(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def is_complete(path: str | Path) -> bool:
+    """True when `path` is a directory finished by `atomic_directory` (it holds the marker)."""
+    path = Path(path)
+    return path.is_dir() and (path / COMPLETE_MARKER).is_file()
+
+
+def _move_into_place(tmp: Path, final: Path) -> None:
+    """Rename `tmp` to `final`, setting an existing `final` aside first and deleting it after."""
+    if not final.exists() and not final.is_symlink():
+        os.replace(tmp, final)
+        _fsync_dir(final.parent)
+        return
+    old = final.parent / f".{final.name}.old-{os.getpid()}"
+    _remove(old)
+    os.replace(final, old)
+    try:
+        os.replace(tmp, final)
+    except BaseException:
+        os.replace(old, final)  # put the previous version back
+        raise
+    _fsync_dir(final.parent)
+    _remove(old)
+
+
+def _remove(path: Path) -> None:
+    """Delete a file, link or directory tree at `path`, if there is one."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _fsync_tree(root: Path) -> None:
+    """Flush every regular file under `root`, and the directories holding them, to disk."""
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            file_path = os.path.join(dirpath, name)
+            if os.path.islink(file_path):
+                continue
+            fd = os.open(file_path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(dirpath))
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename or create inside `path` durable; best effort where directories can't be opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,142 @@
+"""Scalar metrics of a run: one JSON line per logged step, mirrored to TensorBoard.
+
+    with MetricsLogger(run) as metrics:
+        metrics.log("grpo", step, {"loss": 0.41, "reward/mean": 0.37})
+    rows = read_metrics(run.metrics_path)
+
+Each `log` call appends one line to `metrics.jsonl` and flushes it:
+
+    {"stage": "grpo", "step": 12, "time": 1767225600.0, "values": {"loss": 0.41}}
+
+Non-finite values (NaN, inf) are written as `null`, keeping the file strict JSON;
+TensorBoard receives them as they are, under the tag `"{stage}/{key}"`.
+
+Not guaranteed: lines are flushed to the OS, not fsynced, so a power cut can lose
+the last few; a `kill -9` mid-write can tear the last line, which `read_metrics`
+skips and the next logger opened on the file cuts off. TensorBoard events are
+buffered by tensorboardX and complete only after `close()`. tensorboardX (and
+with it torch) is imported on the first logger made with `tensorboard=True`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING, Any
+
+from posttrain.store.run_dir import RunDir
+
+if TYPE_CHECKING:
+    from tensorboardX import SummaryWriter
+
+
+class MetricsLogger:
+    """Appends metrics to a run's `metrics.jsonl` and TensorBoard directory."""
+
+    def __init__(self, run_dir: RunDir, tensorboard: bool = True) -> None:
+        self.run_dir = run_dir
+        self._file: IO[str] = _open_for_append(run_dir.metrics_path)
+        self._tb: SummaryWriter | None = None
+        if tensorboard:
+            # Imported here: tensorboardX pulls in torch, seconds a plain import need not pay.
+            from tensorboardX import SummaryWriter
+
+            try:
+                self._tb = SummaryWriter(logdir=str(run_dir.tb_dir))
+            except BaseException:
+                self._file.close()
+                raise
+
+    def log(self, stage: str, step: int, values: dict[str, float]) -> None:
+        """Record `values` for `stage` at `step`: one JSON line, one TensorBoard scalar each."""
+        if self._file.closed:
+            raise RuntimeError("MetricsLogger.log called after close()")
+        numbers: dict[str, float] = {}
+        for key, value in values.items():
+            try:
+                numbers[key] = float(value)
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"metric {stage}/{key} must be a number, got {type(value).__name__}"
+                ) from None
+        now = time.time()
+        record = {
+            "stage": stage,
+            "step": int(step),
+            "time": now,
+            "values": {k: (v if math.isfinite(v) else None) for k, v in numbers.items()},
+        }
+        self._file.write(json.dumps(record, allow_nan=False) + "\n")
+        self._file.flush()
+        if self._tb is not None:
+            for key, number in numbers.items():
+                self._tb.add_scalar(f"{stage}/{key}", number, global_step=int(step), walltime=now)
+
+    def close(self) -> None:
+        """Flush and close the JSONL file and the TensorBoard writer; safe to call twice."""
+        if not self._file.closed:
+            self._file.close()
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+
+    def __enter__(self) -> MetricsLogger:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """Every record in a `metrics.jsonl`, in order. A torn last line (a crash mid-write)
+    is skipped; a malformed line anywhere else raises ValueError naming it."""
+    path = Path(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            if number == len(lines):
+                break
+            raise ValueError(f"{path}:{number}: not a JSON line: {e}") from e
+    return records
+
+
+def _open_for_append(path: Path) -> IO[str]:
+    """Open `path` for appending, first cutting off a torn last line left by a crash."""
+    if path.exists():
+        _drop_torn_tail(path)
+    return open(path, "a", encoding="utf-8")
+
+
+def _drop_torn_tail(path: Path, chunk_size: int = 1 << 16) -> None:
+    """Truncate `path` just after its last newline, if it does not end with one."""
+    with open(path, "r+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        if end == 0:
+            return
+        f.seek(end - 1)
+        if f.read(1) == b"\n":
+            return
+        pos = end
+        while pos > 0:
+            start = max(0, pos - chunk_size)
+            f.seek(start)
+            cut = f.read(pos - start).rfind(b"\n")
+            if cut >= 0:
+                f.truncate(start + cut + 1)
+                return
+            pos = start
+        f.truncate(0)

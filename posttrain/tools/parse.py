@@ -1,0 +1,179 @@
+"""Tool calls in model text: parse them, format them, strip them, describe tools.
+
+A model asks for a tool by writing `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`
+anywhere in its text. `parse_tool_calls` finds every such block and returns the
+well-formed calls plus one readable message per malformed block; the episode loop
+feeds those messages back to the model as failed observations. `format_tool_call`
+writes the compact canonical form (what references and SFT data use), and
+`function_schema` builds the OpenAI function-format schema a session advertises.
+
+Not guaranteed: the parser does not validate arguments against a tool's schema
+(the tool does that), and it does not look for calls in any other markup (no
+Markdown code fences, no bare JSON). It never raises, whatever the text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from posttrain.types import ToolCall
+
+TOOL_CALL_OPEN = "<tool_call>"
+TOOL_CALL_CLOSE = "</tool_call>"
+
+_SNIPPET_CHARS = 60
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@dataclass
+class ParsedCalls:
+    """The calls found in one text, and one message per malformed block."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Block:
+    start: int  # index of the opening tag
+    end: int  # index just past the closing tag, or -1 when the tag never closes
+    body: str
+
+
+def _blocks(text: str) -> list[_Block]:
+    """Every `<tool_call>` block in order; an unclosed one has `end == -1`."""
+    blocks: list[_Block] = []
+    pos = 0
+    close = -1  # cached position of the next closing tag, so junk stays linear
+    while True:
+        start = text.find(TOOL_CALL_OPEN, pos)
+        if start < 0:
+            return blocks
+        body_start = start + len(TOOL_CALL_OPEN)
+        if close < body_start:
+            close = text.find(TOOL_CALL_CLOSE, body_start)
+        if close < 0:
+            blocks.append(_Block(start, -1, text[body_start:]))
+            return blocks
+        reopen = text.find(TOOL_CALL_OPEN, body_start, close)
+        if reopen >= 0:
+            # A second opening tag before any close: the first block never closed.
+            blocks.append(_Block(start, -1, text[body_start:reopen]))
+            pos = reopen
+            continue
+        end = close + len(TOOL_CALL_CLOSE)
+        blocks.append(_Block(start, end, text[body_start:close]))
+        pos = end
+
+
+def _snippet(body: str) -> str:
+    flat = " ".join(body.split())
+    if len(flat) > _SNIPPET_CHARS:
+        flat = flat[:_SNIPPET_CHARS] + "..."
+    return repr(flat)
+
+
+def _decode_call(body: str, index: int) -> ToolCall | str:
+    """A ToolCall from one block's body, or an error message saying what is wrong."""
+    where = f"tool call {index}"
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        return f"{where}: invalid JSON ({reason}) in {_snippet(body)}"
+    if not isinstance(payload, dict):
+        return f"{where}: expected a JSON object, got {type(payload).__name__}"
+    name = payload.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return f'{where}: missing "name" (a non-empty string)'
+    where = f"{where} ({_snippet(name)})"
+    arguments: Any = payload.get("arguments", {})
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return f'{where}: "arguments" is a string that is not valid JSON'
+    if not isinstance(arguments, dict):
+        return f'{where}: "arguments" must be a JSON object, got {type(arguments).__name__}'
+    return ToolCall(name=name.strip(), arguments=arguments)
+
+
+def parse_tool_calls(text: str) -> ParsedCalls:
+    """Find every `<tool_call>{json}</tool_call>` block in `text`. Never raises.
+
+    `arguments` may be an object or a JSON string holding one; when absent it is
+    `{}`. Calls get ids `call_0`, `call_1`, ... in order of appearance.
+
+    >>> text = '<tool_call>{"name":"calculator","arguments":{"expression":"3*4"}}</tool_call>'
+    >>> parsed = parse_tool_calls(text)
+    >>> parsed.calls[0].name, parsed.calls[0].arguments, parsed.calls[0].id, parsed.errors
+    ('calculator', {'expression': '3*4'}, 'call_0', [])
+    >>> parse_tool_calls("<tool_call>{oops</tool_call>").errors[0][:30]
+    'tool call 0: invalid JSON (Exp'
+    """
+    parsed = ParsedCalls()
+    if not isinstance(text, str):
+        parsed.errors.append(f"expected text, got {type(text).__name__}")
+        return parsed
+    for index, block in enumerate(_blocks(text)):
+        if block.end < 0:
+            parsed.errors.append(
+                f"tool call {index}: {TOOL_CALL_OPEN} at character {block.start} "
+                f"is never closed by {TOOL_CALL_CLOSE}"
+            )
+            continue
+        decoded = _decode_call(block.body, index)
+        if isinstance(decoded, str):
+            parsed.errors.append(decoded)
+            continue
+        decoded.id = f"call_{len(parsed.calls)}"
+        parsed.calls.append(decoded)
+    return parsed
+
+
+def format_tool_call(call: ToolCall) -> str:
+    """The compact canonical markup for `call` (its id is not written).
+
+    >>> format_tool_call(ToolCall("calculator", {"expression": "3*4"}))
+    '<tool_call>{"name":"calculator","arguments":{"expression":"3*4"}}</tool_call>'
+    """
+    payload = {"name": call.name, "arguments": call.arguments}
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return f"{TOOL_CALL_OPEN}{body}{TOOL_CALL_CLOSE}"
+
+
+def strip_tool_calls(text: str) -> str:
+    """`text` without its closed `<tool_call>` blocks, stripped. Unclosed tags stay.
+
+    >>> strip_tool_calls('Let me check. <tool_call>{"name":"f"}</tool_call> ')
+    'Let me check.'
+    """
+    pieces: list[str] = []
+    pos = 0
+    for block in _blocks(text):
+        if block.end < 0:
+            continue
+        pieces.append(text[pos : block.start])
+        pos = block.end
+    pieces.append(text[pos:])
+    return "".join(pieces).strip()
+
+
+def function_schema(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI function-format tool schema. `parameters` is a JSON Schema object.
+
+    >>> schema = function_schema("echo", "Repeat the text.", {"type": "object", "properties": {}})
+    >>> schema["type"], schema["function"]["name"]
+    ('function', 'echo')
+    """
+    if not _TOOL_NAME.fullmatch(name):
+        raise ValueError(f"tool name must match [A-Za-z0-9_-]{{1,64}}, got {name!r}")
+    if not isinstance(parameters, dict) or parameters.get("type") != "object":
+        raise ValueError(f"tool {name!r}: parameters must be a JSON Schema with type 'object'")
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }

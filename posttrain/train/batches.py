@@ -1,0 +1,70 @@
+"""From rollouts to padded tensors, and per-token logprobs of a model on them.
+
+A rollout's sequence is `prompt_ids + completion_ids`; position t of the packed
+tensors scores token t+1. `loss_mask` marks sampled (assistant) tokens; environment
+and prompt tokens are 0. Sequences are right-padded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from transformers import PreTrainedModel
+
+from posttrain.train.losses import token_logprobs
+from posttrain.types import Rollout
+
+
+@dataclass
+class TokenBatch:
+    input_ids: torch.Tensor  # [B, T] (T = longest sequence)
+    attention_mask: torch.Tensor  # [B, T]
+    labels: torch.Tensor  # [B, T-1] next tokens
+    loss_mask: torch.Tensor  # [B, T-1] float, 1 on sampled tokens
+    old_logprobs: torch.Tensor  # [B, T-1] rollout logprobs where loss_mask is 1
+
+    def __len__(self) -> int:
+        return int(self.input_ids.shape[0])
+
+
+def pack(rollouts: Sequence[Rollout], pad_id: int) -> TokenBatch:
+    seqs = [r.prompt_ids + r.completion_ids for r in rollouts]
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(seqs), width), dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.float32)
+    old = torch.zeros((len(seqs), width), dtype=torch.float32)
+    for i, (r, s) in enumerate(zip(rollouts, seqs, strict=True)):
+        p, c = len(r.prompt_ids), len(r.completion_ids)
+        ids[i, : len(s)] = torch.tensor(s)
+        attn[i, : len(s)] = 1
+        mask[i, p : p + c] = torch.tensor(r.loss_mask, dtype=torch.float32)
+        old[i, p : p + c] = torch.tensor(r.logprobs, dtype=torch.float32)
+    return TokenBatch(ids, attn, ids[:, 1:], mask[:, 1:], old[:, 1:])
+
+
+def batch_logprobs(
+    model: PreTrainedModel, batch: TokenBatch, temperature: float = 1.0
+) -> torch.Tensor:
+    """log p(next token) for every position: [B, T-1] (grad flows if enabled).
+
+    `temperature` scales the logits as the sampler did, so that a policy's logprobs
+    match the rollout logprobs it sampled with."""
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    if temperature != 1.0:
+        logits = logits / temperature
+    return token_logprobs(logits[:, :-1, :], batch.labels)
+
+
+def sequence_logprob_sums(
+    model: PreTrainedModel, rollouts: Sequence[Rollout], pad_id: int, chunk: int = 64
+) -> torch.Tensor:
+    """Summed logprob of each rollout's sampled tokens, without grad: [N]."""
+    sums = []
+    with torch.no_grad():
+        for i in range(0, len(rollouts), chunk):
+            batch = pack(rollouts[i : i + chunk], pad_id)
+            sums.append((batch_logprobs(model, batch) * batch.loss_mask).sum(-1))
+    return torch.cat(sums) if sums else torch.zeros(0)

@@ -1,0 +1,143 @@
+"""DPO on preference pairs mined from verifier outcomes, one loop top to bottom.
+
+Mining: sample `samples_per_task` answers per task; chosen is a verified-correct
+sample, rejected a verified-wrong one; when no sample passed, the domain's reference
+(replayed through the episode loop) is the chosen answer. Tasks whose samples all
+passed give no pair. Training: the standard DPO loss against the frozen starting
+policy, optionally plus an NLL term on the chosen answer (`sft_weight`, as in RPO).
+Preference accuracy — the share of held-out pairs whose chosen answer the policy
+finds more likely than the rejected one — is measured before and after.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers import PreTrainedModel
+
+from posttrain.config import DPOConfig
+from posttrain.domains.base import Domain
+from posttrain.engines.base import Engine, SamplingParams
+from posttrain.rollout.episode import replay_references, run_episodes
+from posttrain.train.batches import batch_logprobs, pack, sequence_logprob_sums
+from posttrain.train.losses import dpo_loss
+from posttrain.types import Rollout, Task
+
+LogFn = Callable[[int, dict[str, float]], None]
+
+
+@dataclass
+class PreferencePair:
+    chosen: Rollout
+    rejected: Rollout
+
+
+@dataclass
+class DPOResult:
+    pairs: int
+    steps: int
+    seconds: float
+    preference_accuracy_before: float
+    preference_accuracy_after: float
+
+
+def mine_pairs(
+    tasks: Sequence[Task],
+    engine: Engine,
+    tokenizer: Any,
+    get_domain: Callable[[str], Domain],
+    samples: int,
+    temperature: float,
+    max_tokens: int,
+    max_context: int | None = None,
+) -> list[PreferencePair]:
+    params = SamplingParams(max_tokens=max_tokens, temperature=temperature, n=samples)
+    groups = run_episodes(tasks, engine, tokenizer, params, get_domain, max_context=max_context)
+    need_reference = [
+        t for t, g in zip(tasks, groups, strict=True) if not any(r.verdict.passed for r in g)
+    ]
+    references = {r.task_id: r for r in replay_references(need_reference, tokenizer, get_domain)}
+    pairs = []
+    for task, group in zip(tasks, groups, strict=True):
+        failed = sorted((r for r in group if not r.verdict.passed), key=lambda r: r.reward)
+        if not failed:
+            continue
+        passed = [r for r in group if r.verdict.passed]
+        chosen = passed[0] if passed else references[task.id]
+        if chosen.verdict.passed:
+            pairs.append(PreferencePair(chosen, failed[0]))
+    return pairs
+
+
+def preference_accuracy(
+    model: PreTrainedModel, pairs: Sequence[PreferencePair], pad_id: int
+) -> float:
+    """Share of pairs whose chosen answer has the higher summed logprob."""
+    if not pairs:
+        return float("nan")
+    chosen = sequence_logprob_sums(model, [p.chosen for p in pairs], pad_id)
+    rejected = sequence_logprob_sums(model, [p.rejected for p in pairs], pad_id)
+    return float((chosen > rejected).float().mean())
+
+
+def train_dpo(
+    model: PreTrainedModel,
+    pairs: Sequence[PreferencePair],
+    val_pairs: Sequence[PreferencePair],
+    cfg: DPOConfig,
+    pad_id: int,
+    seed: int = 0,
+    log: LogFn | None = None,
+) -> DPOResult:
+    start = time.perf_counter()
+    model.eval()
+    before = preference_accuracy(model, val_pairs, pad_id)
+    if not pairs:
+        return DPOResult(0, 0, time.perf_counter() - start, before, before)
+    # The frozen reference is the starting policy: its logprobs are computed once.
+    ref_chosen = sequence_logprob_sums(model, [p.chosen for p in pairs], pad_id)  # [N]
+    ref_rejected = sequence_logprob_sums(model, [p.rejected for p in pairs], pad_id)  # [N]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95))
+    rng = random.Random(seed)
+    model.train()
+    step = 0
+    for _epoch in range(cfg.epochs):
+        order = list(range(len(pairs)))
+        rng.shuffle(order)
+        for i in range(0, len(order), cfg.batch_size):
+            if time.perf_counter() - start > cfg.max_minutes * 60:
+                break
+            idx = order[i : i + cfg.batch_size]
+            batch = pack([pairs[j].chosen for j in idx] + [pairs[j].rejected for j in idx], pad_id)
+            logprobs = batch_logprobs(model, batch)  # [2b, T-1]
+            sums = (logprobs * batch.loss_mask).sum(-1)  # [2b]
+            b = len(idx)
+            loss, margin = dpo_loss(
+                sums[:b], sums[b:], ref_chosen[idx], ref_rejected[idx], cfg.beta
+            )
+            if cfg.sft_weight > 0:
+                chosen_mask = batch.loss_mask[:b]
+                nll = -(logprobs[:b] * chosen_mask).sum() / chosen_mask.sum().clamp(min=1.0)
+                loss = loss + cfg.sft_weight * nll
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            step += 1
+            if log is not None:
+                log(
+                    step,
+                    {
+                        "loss": float(loss.detach()),
+                        "margin": float(margin.mean()),
+                        "reward_accuracy": float((margin > 0).float().mean()),
+                    },
+                )
+    model.eval()
+    after = preference_accuracy(model, val_pairs, pad_id)
+    return DPOResult(len(pairs), step, time.perf_counter() - start, before, after)

@@ -1,0 +1,368 @@
+"""The recipe: SFT → DPO → GRPO on one domain mix, held-out evaluation after every
+stage, and a control arm, all written to one run directory.
+
+Stages and what each trains on:
+- SFT: a fixed set of demonstrations (domain references replayed through the
+  episode loop) from difficulties 1..`sft.max_difficulty`; stops on a validation
+  plateau.
+- DPO: pairs mined from the SFT policy's own samples on tasks of every difficulty.
+- GRPO: verifier rewards on fresh tasks of every difficulty.
+- Control: the SFT checkpoint trained further on the same demonstrations for the
+  wall-clock that DPO + GRPO took, so "more SFT" and "DPO + GRPO" get equal time.
+Evaluation uses the same held-out tasks (difficulties 1..10) for every checkpoint,
+greedy, and pairs checkpoints with an exact McNemar test.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import torch
+
+from posttrain.config import ConfigError, RunConfig, config_to_yaml
+from posttrain.domains import get_domain
+from posttrain.domains.base import Domain
+from posttrain.engines.hf import HFEngine
+from posttrain.eval.evaluate import EvalResult, compare, evaluate
+from posttrain.eval.stats import PairedComparison
+from posttrain.models.loading import ModelNotFoundError, Policy, check_model_name, load_policy
+from posttrain.models.tiny import TinyModelSpec
+from posttrain.rollout.episode import replay_references
+from posttrain.store import MetricsLogger, RunDir, TraceStore
+from posttrain.train.checkpoint import load_checkpoint, save_checkpoint
+from posttrain.train.control import ControlArm, ControlOutcome
+from posttrain.train.dpo import PreferencePair, mine_pairs, train_dpo
+from posttrain.train.grpo import train_grpo
+from posttrain.train.mixture import TaskSampler, heldout_tasks, prompt_key
+from posttrain.train.sft import train_sft
+from posttrain.types import Rollout
+
+# Pairs (baseline, candidate) compared on the held-out tasks.
+COMPARISONS = [
+    ("untrained", "sft"),
+    ("sft", "dpo"),
+    ("sft", "grpo"),
+    ("control", "grpo"),
+]
+
+
+class Reporter(Protocol):
+    """Where progress goes (the CLI shows rich progress bars; tests pass `QuietReporter`)."""
+
+    def stage(self, name: str, total: float) -> None: ...
+
+    def update(self, done: float, stats: dict[str, float]) -> None: ...
+
+    def evaluated(self, result: EvalResult) -> None: ...
+
+
+class QuietReporter:
+    def stage(self, name: str, total: float) -> None:
+        pass
+
+    def update(self, done: float, stats: dict[str, float]) -> None:
+        pass
+
+    def evaluated(self, result: EvalResult) -> None:
+        pass
+
+
+@dataclass
+class RecipeResult:
+    run_dir: Path
+    evals: dict[str, EvalResult] = field(default_factory=dict)
+    comparisons: dict[str, PairedComparison] = field(default_factory=dict)
+    stages: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def resolve_domains(config: RunConfig) -> list[Domain]:
+    domains = []
+    for name in config.domains:
+        try:
+            domains.append(get_domain(name))
+        except KeyError as exc:
+            raise ConfigError(f"domains: {exc.args[0]}") from None
+    return domains
+
+
+def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeResult:
+    """Run every enabled stage of `config`; returns evaluations and paired tests."""
+    report = reporter or QuietReporter()
+    domains = resolve_domains(config)
+    try:
+        check_model_name(config.model.name)
+    except ModelNotFoundError as exc:
+        raise ConfigError(f"model.name: {exc}") from None
+    run = RunDir.create(config.out_dir, config.name)
+    run.write_config(config.model_dump(mode="json"))
+    torch.set_num_threads(config.model.threads)
+    torch.manual_seed(config.seed)
+    result = RecipeResult(run.path)
+    with MetricsLogger(run) as metrics, TraceStore(run.traces_path) as traces:
+        _Pipeline(config, domains, run, metrics, traces, report, result).run()
+    run.write_summary(summary_markdown(config, result))
+    return result
+
+
+class _Pipeline:
+    def __init__(
+        self,
+        config: RunConfig,
+        domains: list[Domain],
+        run: RunDir,
+        metrics: MetricsLogger,
+        traces: TraceStore,
+        report: Reporter,
+        result: RecipeResult,
+    ) -> None:
+        self.cfg, self.domains, self.run_dir = config, domains, run
+        self.metrics, self.traces, self.report, self.result = metrics, traces, report, result
+        m = config.model
+        spec = TinyModelSpec(m.hidden_size, m.num_layers, m.num_heads, m.intermediate_size)
+        self.policy: Policy = load_policy(m.name, seed=config.seed, spec=spec)
+        self.tok = self.policy.tokenizer
+        self.pad_id: int = self.tok.pad_token_id  # type: ignore[attr-defined]
+        self.engine = HFEngine(self.policy.model, self.tok, seed=config.seed)
+        self.max_context = (
+            int(getattr(self.policy.model.config, "max_position_embeddings", 0)) or None
+        )
+        self.heldout = heldout_tasks(domains, config.eval.tasks_per_domain, config.eval.seed_offset)
+        self.exclude = {prompt_key(t) for t in self.heldout}
+
+    def run(self) -> None:
+        cfg = self.cfg
+        self.evaluate("untrained")
+        control: ControlArm | None = None
+        if cfg.sft.enabled:
+            examples, val = self.sft_data()
+            final_lr = self.stage_sft(examples, val)
+            if cfg.control.enabled and (cfg.dpo.enabled or cfg.grpo.enabled):
+                control = ControlArm.start(
+                    self.run_dir.checkpoint_path("sft"),
+                    self.run_dir.checkpoint_path("control"),
+                    examples,
+                    val,
+                    cfg.sft,
+                    final_lr,
+                    cfg.seed,
+                    cfg.model.threads,
+                )
+        try:
+            if cfg.dpo.enabled:
+                self.stage_dpo()
+            if cfg.grpo.enabled:
+                self.stage_grpo()
+        finally:
+            outcome = control.stop() if control is not None else None
+        if outcome is not None:
+            self.stage_control(outcome)
+        for base, cand in COMPARISONS:
+            if base in self.result.evals and cand in self.result.evals:
+                self.result.comparisons[f"{cand} vs {base}"] = compare(
+                    self.result.evals[base], self.result.evals[cand]
+                )
+
+    # ---- stages --------------------------------------------------------------------
+
+    def sft_data(self) -> tuple[list[Rollout], list[Rollout]]:
+        c = self.cfg.sft
+        difficulties = range(1, c.max_difficulty + 1)
+        train = TaskSampler(
+            self.domains, "sft", difficulties, exclude=self.exclude, seed=self.cfg.seed
+        )
+        val = TaskSampler(
+            self.domains, "sft-val", difficulties, exclude=self.exclude, seed=self.cfg.seed
+        )
+        examples = replay_references(train.sample(c.num_examples), self.tok, get_domain)
+        val_examples = replay_references(val.sample(c.val_examples), self.tok, get_domain)
+        return examples, val_examples
+
+    def stage_sft(self, examples: list[Rollout], val: list[Rollout]) -> float:
+        c = self.cfg.sft
+        self.report.stage("sft", c.max_steps)
+        res = train_sft(
+            self.policy.model,
+            examples,
+            val,
+            c,
+            self.pad_id,
+            seed=self.cfg.seed,
+            log=self.logger("sft"),
+        )
+        self.finish(
+            "sft",
+            res.steps,
+            {
+                "seconds": res.seconds,
+                "val_loss": res.best_val_loss,
+                "steps": res.steps,
+                "stopped_on_plateau": float(res.stop_reason == "plateau"),
+            },
+        )
+        return res.final_lr
+
+    def stage_dpo(self) -> float:
+        c = self.cfg.dpo
+        start = time.perf_counter()
+        self.report.stage("dpo: mining pairs", 1)
+        seed = self.cfg.seed
+
+        def mine(stream: str, count: int) -> list[PreferencePair]:
+            tasks = TaskSampler(self.domains, stream, exclude=self.exclude, seed=seed).sample(count)
+            return mine_pairs(
+                tasks,
+                self.engine,
+                self.tok,
+                get_domain,
+                samples=c.samples_per_task,
+                temperature=c.temperature,
+                max_tokens=self.cfg.max_new_tokens,
+                max_context=self.max_context,
+            )
+
+        pairs, val_pairs = mine("dpo", c.num_tasks), mine("dpo-val", c.val_tasks)
+        self.report.stage("dpo", max(1, -(-len(pairs) // c.batch_size) * c.epochs))
+        res = train_dpo(
+            self.policy.model, pairs, val_pairs, c, self.pad_id, seed=seed, log=self.logger("dpo")
+        )
+        seconds = time.perf_counter() - start
+        self.finish(
+            "dpo",
+            res.steps,
+            {
+                "seconds": seconds,
+                "pairs": res.pairs,
+                "val_pairs": len(val_pairs),
+                "steps": res.steps,
+                "preference_accuracy_before": res.preference_accuracy_before,
+                "preference_accuracy_after": res.preference_accuracy_after,
+            },
+        )
+        return seconds
+
+    def stage_grpo(self) -> float:
+        c = self.cfg.grpo
+        start = time.perf_counter()
+        self.report.stage("grpo", c.steps)
+        sampler = TaskSampler(self.domains, "grpo", exclude=self.exclude, seed=self.cfg.seed)
+        res = train_grpo(
+            self.policy.model,
+            self.tok,
+            self.engine,
+            sampler,
+            get_domain,
+            c,
+            max_tokens=self.cfg.max_new_tokens,
+            max_context=self.max_context,
+            log=self.logger("grpo"),
+            record=self.record_grpo,
+        )
+        seconds = time.perf_counter() - start
+        self.finish(
+            "grpo",
+            res.steps,
+            {
+                "seconds": seconds,
+                "steps": res.steps,
+                "reward_first": res.mean_reward_first,
+                "reward_last": res.mean_reward_last,
+            },
+        )
+        return seconds
+
+    def stage_control(self, outcome: ControlOutcome) -> None:
+        """Log the control arm's run and evaluate its checkpoint (it saved it itself)."""
+        self.report.stage("control (more SFT)", outcome.steps)
+        for step, values in outcome.log:
+            self.metrics.log("control", step, values)
+        stats = {"seconds": outcome.seconds, "steps": outcome.steps, "val_loss": outcome.val_loss}
+        self.result.stages["control"] = stats
+        policy, _ = load_checkpoint(self.run_dir.checkpoint_path("control"), restore_rng=False)
+        self.policy.model.load_state_dict(policy.model.state_dict())
+        self.evaluate("control")
+
+    # ---- shared plumbing -----------------------------------------------------------
+
+    def record_grpo(self, rollouts: list[Rollout]) -> None:
+        self.traces.record(rollouts, "grpo")
+
+    def logger(self, stage: str) -> Callable[[int, dict[str, float]], None]:
+        def log(step: int, values: dict[str, float]) -> None:
+            self.metrics.log(stage, step, values)
+            self.report.update(step, values)
+
+        return log
+
+    def finish(self, stage: str, step: int, stats: dict[str, float]) -> None:
+        self.result.stages[stage] = stats
+        path = self.run_dir.checkpoint_path(stage)
+        save_checkpoint(
+            path,
+            self.policy,
+            stage,
+            step,
+            {"stats": stats, "trace_high_water_mark": self.traces.high_water_mark()},
+        )
+        self.evaluate(stage)
+
+    def evaluate(self, label: str) -> EvalResult:
+        self.report.stage(f"eval: {label}", 1)
+        res = evaluate(
+            label,
+            self.heldout,
+            self.engine,
+            self.tok,
+            get_domain,
+            self.cfg.max_new_tokens,
+            max_context=self.max_context,
+        )
+        self.traces.record(res.rollouts, f"eval/{label}")
+        values = {"completion": res.overall.rate, "mean": res.mean}
+        for name, score in res.per_domain.items():
+            values[f"{name}/completion"] = score.completed.rate
+            values[f"{name}/format"] = score.format.rate
+            values[f"{name}/correct"] = score.correct.rate
+        self.metrics.log(f"eval/{label}", 0, values)
+        self.result.evals[label] = res
+        self.report.evaluated(res)
+        return res
+
+
+def summary_markdown(config: RunConfig, result: RecipeResult) -> str:
+    lines = [
+        f"# Run {result.run_dir.name}",
+        "",
+        f"Model: `{config.model.name}`; domains: " + ", ".join(f"`{d}`" for d in config.domains),
+        "",
+        "## Held-out completion (greedy; Wilson 95% intervals)",
+        "",
+    ]
+    labels = list(result.evals)
+    domains = list(next(iter(result.evals.values())).per_domain) if result.evals else []
+    lines.append("| checkpoint | " + " | ".join(domains) + " | all |")
+    lines.append("|---" * (len(domains) + 2) + "|")
+    for label in labels:
+        ev = result.evals[label]
+        cells = [str(ev.per_domain[d].completed) for d in domains]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {ev.overall} |")
+    lines += [
+        "",
+        "## Paired tests (exact McNemar)",
+        "",
+        "| comparison | a | b | only a | only b | p |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, cmp in result.comparisons.items():
+        lines.append(
+            f"| {name} | {cmp.a_rate:.3f} | {cmp.b_rate:.3f} | {cmp.only_a} | {cmp.only_b} "
+            f"| {cmp.p_value:.2g} |"
+        )
+    lines += ["", "## Stages", ""]
+    for stage, stats in result.stages.items():
+        lines.append(f"- **{stage}**: " + ", ".join(f"{k}={v:.4g}" for k, v in stats.items()))
+    lines += ["", "## Config", "", "```yaml", config_to_yaml(config).rstrip(), "```", ""]
+    return "\n".join(lines)

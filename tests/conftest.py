@@ -1,0 +1,30 @@
+"""Shared fixtures: the built-in byte-level tokenizer and a fresh, very small tiny model.
+
+Heavy imports happen inside the fixtures so tests that need no model stay quick.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tokenizer() -> Any:
+    """The built-in tokenizer (never mutated by the tests, so one per session)."""
+    import torch
+
+    from posttrain.models.tiny import build_tokenizer
+
+    torch.set_num_threads(1)
+    return build_tokenizer()
+
+
+@pytest.fixture
+def tiny_model(tokenizer: Any) -> Any:
+    """A freshly initialised tiny Llama (seed 0), small enough for sub-second training."""
+    from posttrain.models.tiny import TinyModelSpec, build_tiny_model
+
+    spec = TinyModelSpec(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
+    return build_tiny_model(tokenizer, seed=0, spec=spec)

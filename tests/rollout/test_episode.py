@@ -1,0 +1,168 @@
+"""The episode loop: replayed references through `run_episodes`, token layout of a
+multi-turn episode, and crashes recorded as failures rather than raised."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from posttrain.domains import STARTER_DOMAINS, Domain, get_domain
+from posttrain.domains.arithmetic import AdditionDomain
+from posttrain.domains.calculator import CalculatorDomain, CalculatorSession
+from posttrain.engines import ReplayEngine, SamplingParams
+from posttrain.rollout.episode import replay_references, run_episodes
+from posttrain.types import Observation, Rollout, Task, ToolCall, Verdict
+
+PARAMS = SamplingParams(max_tokens=256, temperature=0.0)
+
+
+class ExplodingSession(CalculatorSession):
+    def call(self, tool_call: ToolCall) -> Observation:
+        raise RuntimeError("the sandbox went away")
+
+
+class ExplodingCalculator(CalculatorDomain):
+    """The calculator, except that every tool call crashes the session."""
+
+    id = "test/exploding-calculator-v1"
+
+    def open(self, task: Task, sandbox: object | None = None) -> CalculatorSession:
+        return ExplodingSession(task)
+
+
+class BrokenVerifierAddition(AdditionDomain):
+    """Addition whose verifier itself fails."""
+
+    id = "test/broken-verifier-v1"
+
+    def verify(self, task: Task, rollout: Rollout, session: Any) -> Verdict:
+        raise ValueError("verifier bug")
+
+
+EXTRA: dict[str, Domain] = {d.id: d for d in (ExplodingCalculator(), BrokenVerifierAddition())}
+
+
+def lookup(domain_id: str) -> Domain:
+    return EXTRA[domain_id] if domain_id in EXTRA else get_domain(domain_id)
+
+
+def replay(tasks: list[Task], tokenizer: Any, **kwargs: Any) -> list[Rollout]:
+    """Each task's reference played through run_episodes, one rollout per task."""
+    engine = ReplayEngine(tokenizer)
+    for task in tasks:
+        engine.add(task.id, lookup(task.domain).reference(task))
+    groups = run_episodes(tasks, engine, tokenizer, PARAMS, lookup, **kwargs)
+    return [group[0] for group in groups]
+
+
+def calculator_task(seed: int = 0) -> Task:
+    return get_domain("tools/calculator-v1").generate(seed, 3)
+
+
+@pytest.mark.parametrize("difficulty", [1, 5, 10])
+@pytest.mark.parametrize("domain_id", STARTER_DOMAINS)
+def test_a_replayed_reference_passes(domain_id: str, difficulty: int, tokenizer: Any) -> None:
+    tasks = [get_domain(domain_id).generate(seed, difficulty) for seed in range(3)]
+    for rollout in replay(tasks, tokenizer):
+        assert rollout.error is None
+        assert rollout.verdict.passed, rollout.verdict.reason
+        assert rollout.reward == 1.0
+        assert len(rollout.completion_ids) == len(rollout.loss_mask) == len(rollout.logprobs)
+
+
+def test_each_task_gets_n_episodes(tokenizer: Any) -> None:
+    task = calculator_task()
+    engine = ReplayEngine(tokenizer)
+    engine.add(task.id, get_domain(task.domain).reference(task))
+    params = SamplingParams(max_tokens=256, temperature=0.0, n=3)
+    [group] = run_episodes([task], engine, tokenizer, params, get_domain)
+    assert len(group) == 3
+    assert all(r.verdict.passed for r in group)
+    assert len({r.id for r in group}) == 3
+
+
+def test_loss_mask_covers_exactly_the_assistant_tokens_of_a_tool_episode(
+    tokenizer: Any,
+) -> None:
+    task = calculator_task()
+    [rollout] = replay([task], tokenizer)
+    first, second = rollout.turns
+    assert rollout.completion_ids == first.token_ids + first.env_token_ids + second.token_ids
+    assert rollout.loss_mask == (
+        [1] * len(first.token_ids) + [0] * len(first.env_token_ids) + [1] * len(second.token_ids)
+    )
+    assert [t.token_ids for t in rollout.turns] == [
+        [*tokenizer.encode(m.content, add_special_tokens=False), tokenizer.eos_token_id]
+        for m in get_domain(task.domain).reference(task).turns
+    ]
+
+
+def test_tool_observation_tokens_are_environment_tokens_with_logprob_zero(
+    tokenizer: Any,
+) -> None:
+    task = calculator_task()
+    [rollout] = replay([task], tokenizer)
+    env = [t for t, m in zip(rollout.completion_ids, rollout.loss_mask, strict=True) if m == 0]
+    env_logprobs = [lp for lp, m in zip(rollout.logprobs, rollout.loss_mask, strict=True) if m == 0]
+    observation = f"<|tool|>{task.answer}<|end|><|assistant|>"  # the product, then a new turn
+    assert tokenizer.decode(env, skip_special_tokens=False) == observation
+    assert env_logprobs == [0.0] * len(env)
+
+
+def test_prompt_and_completion_decode_to_the_chat_template_of_the_conversation(
+    tokenizer: Any,
+) -> None:
+    [rollout] = replay([calculator_task()], tokenizer)
+    conversation = [{"role": m.role, "content": m.content} for m in rollout.messages]
+    assert [m["role"] for m in conversation] == ["user", "assistant", "tool", "assistant"]
+    rendered = tokenizer.apply_chat_template(conversation, tokenize=False)
+    decoded = tokenizer.decode(
+        rollout.prompt_ids + rollout.completion_ids, skip_special_tokens=False
+    )
+    assert decoded == rendered
+
+
+def test_replay_references_gives_one_passing_rollout_per_task(tokenizer: Any) -> None:
+    tasks = [get_domain(d).generate(7, 4) for d in STARTER_DOMAINS]
+    rollouts = replay_references(tasks, tokenizer, get_domain)
+    assert [r.task_id for r in rollouts] == [t.id for t in tasks]
+    assert all(r.verdict.passed for r in rollouts)
+
+
+def test_a_session_that_raises_is_a_recorded_failure_of_its_episode_only(
+    tokenizer: Any,
+) -> None:
+    tasks = [calculator_task(0), ExplodingCalculator().generate(1, 3), calculator_task(2)]
+    good, crashed, other = replay(tasks, tokenizer)
+    assert crashed.error is not None
+    assert "RuntimeError: the sandbox went away" in crashed.error
+    assert crashed.reward == 0.0
+    assert not crashed.verdict.passed
+    assert good.verdict.passed and other.verdict.passed
+    assert good.error is None and other.error is None
+
+
+def test_a_verifier_that_raises_gives_a_verdict_error_and_reward_zero(tokenizer: Any) -> None:
+    tasks = [
+        BrokenVerifierAddition().generate(0, 3),
+        get_domain("arith/addition-v1").generate(1, 3),
+    ]
+    broken, fine = replay(tasks, tokenizer)
+    assert broken.verdict.error is not None
+    assert "ValueError: verifier bug" in broken.verdict.error
+    assert broken.reward == 0.0
+    assert not broken.verdict.passed
+    assert fine.verdict.passed
+
+
+def test_an_episode_that_fills_the_context_ends_as_a_recorded_failure(tokenizer: Any) -> None:
+    task = calculator_task()
+    [full] = replay([task], tokenizer)
+    first = full.turns[0]
+    used_after_first_turn = len(full.prompt_ids) + len(first.token_ids) + len(first.env_token_ids)
+    limit = used_after_first_turn + PARAMS.max_tokens - 1  # no room for another full turn
+    [rollout] = replay([task], tokenizer, max_context=limit)
+    assert rollout.error is not None and rollout.error.startswith("context full")
+    assert len(rollout.turns) == 1
+    assert rollout.reward == 0.0

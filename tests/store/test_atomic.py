@@ -1,0 +1,162 @@
+"""Atomic files and directories: whole or absent, even when the writer dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from posttrain.store.atomic import (
+    COMPLETE_MARKER,
+    atomic_directory,
+    atomic_write_bytes,
+    atomic_write_text,
+    is_complete,
+)
+
+
+def test_atomic_write_text_writes_content(tmp_path: Path) -> None:
+    target = tmp_path / "a.txt"
+    atomic_write_text(target, "héllo\n")
+    assert target.read_text(encoding="utf-8") == "héllo\n"
+
+
+def test_atomic_write_bytes_replaces_existing_file(tmp_path: Path) -> None:
+    target = tmp_path / "a.bin"
+    target.write_bytes(b"old")
+    atomic_write_bytes(target, b"new")
+    assert target.read_bytes() == b"new"
+
+
+def test_atomic_write_leaves_no_temporary_files(tmp_path: Path) -> None:
+    atomic_write_text(tmp_path / "a.txt", "x")
+    assert [p.name for p in tmp_path.iterdir()] == ["a.txt"]
+
+
+def test_atomic_write_gives_files_the_umask_mode(tmp_path: Path) -> None:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    target = tmp_path / "a.txt"
+    atomic_write_text(target, "x")
+    assert target.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_failed_atomic_write_keeps_old_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "a.txt"
+    target.write_text("old")
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk gone"):
+        atomic_write_text(target, "new")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.txt"]
+
+
+def test_atomic_directory_moves_filled_directory_into_place(tmp_path: Path) -> None:
+    final = tmp_path / "ckpt"
+    with atomic_directory(final) as tmp:
+        assert tmp.name == f".ckpt.tmp-{os.getpid()}"
+        (tmp / "weights.bin").write_bytes(b"w")
+        (tmp / "sub").mkdir()
+        (tmp / "sub" / "state.json").write_text("{}")
+    assert is_complete(final)
+    assert (final / "weights.bin").read_bytes() == b"w"
+    assert (final / "sub" / "state.json").read_text() == "{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_atomic_directory_is_absent_until_the_block_ends(tmp_path: Path) -> None:
+    final = tmp_path / "ckpt"
+    with atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"w")
+        assert not final.exists()
+        assert not is_complete(tmp)
+    assert is_complete(final)
+
+
+def test_atomic_directory_leaves_nothing_on_exception(tmp_path: Path) -> None:
+    final = tmp_path / "ckpt"
+    with pytest.raises(RuntimeError, match="boom"), atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"partial")
+        raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_directory_exception_keeps_existing_directory(tmp_path: Path) -> None:
+    final = tmp_path / "ckpt"
+    with atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"v1")
+    with pytest.raises(RuntimeError), atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"v2-partial")
+        raise RuntimeError("boom")
+    assert is_complete(final)
+    assert (final / "weights.bin").read_bytes() == b"v1"
+
+
+def test_atomic_directory_replaces_existing_directory(tmp_path: Path) -> None:
+    final = tmp_path / "ckpt"
+    with atomic_directory(final) as tmp:
+        (tmp / "old_only.bin").write_bytes(b"v1")
+    with atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"v2")
+    assert is_complete(final)
+    assert sorted(p.name for p in final.iterdir()) == [COMPLETE_MARKER, "weights.bin"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_atomic_directory_restores_old_version_when_final_rename_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    final = tmp_path / "ckpt"
+    with atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"v1")
+    real_replace = os.replace
+
+    def replace_failing_on_move_in(src: str | Path, dst: str | Path) -> None:
+        if Path(src).name.startswith(".ckpt.tmp-"):
+            raise OSError("rename failed")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_failing_on_move_in)
+    with pytest.raises(OSError, match="rename failed"), atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"v2")
+    assert is_complete(final)
+    assert (final / "weights.bin").read_bytes() == b"v1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_killed_writer_never_leaves_a_complete_directory(tmp_path: Path) -> None:
+    final = tmp_path / "ckpt"
+    child = textwrap.dedent(
+        f"""
+        import os, signal
+        from pathlib import Path
+        from posttrain.store.atomic import atomic_directory
+        with atomic_directory(Path({str(final)!r})) as tmp:
+            (tmp / "weights.bin").write_bytes(b"partial")
+            os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", child], check=False)
+    assert proc.returncode == -signal.SIGKILL
+    assert not final.exists()
+    assert not is_complete(final)
+    leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".ckpt.tmp-")]
+    assert len(leftovers) == 1
+    assert not is_complete(leftovers[0])
+
+
+def test_is_complete_is_false_without_marker(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    assert not is_complete(tmp_path / "plain")
+    assert not is_complete(tmp_path / "missing")

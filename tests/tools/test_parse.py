@@ -1,0 +1,170 @@
+"""Tool-call parsing, formatting and stripping, and OpenAI function schemas."""
+
+from __future__ import annotations
+
+import doctest
+import random
+import string
+import time
+
+import pytest
+
+from posttrain.tools import (
+    ParsedCalls,
+    format_tool_call,
+    function_schema,
+    parse_tool_calls,
+    strip_tool_calls,
+)
+from posttrain.tools import parse as parse_module
+from posttrain.types import ToolCall
+
+CALC = '<tool_call>{"name":"calculator","arguments":{"expression":"3*4"}}</tool_call>'
+
+
+def test_parses_one_call_with_name_arguments_and_id() -> None:
+    parsed = parse_tool_calls(f"Let me compute. {CALC}")
+    assert parsed.errors == []
+    assert parsed.calls == [ToolCall("calculator", {"expression": "3*4"}, id="call_0")]
+
+
+def test_parses_several_calls_with_sequential_ids() -> None:
+    text = CALC + ' and <tool_call>{"name": "echo", "arguments": {"text": "hi"}}</tool_call>'
+    parsed = parse_tool_calls(text)
+    assert [(c.name, c.id) for c in parsed.calls] == [("calculator", "call_0"), ("echo", "call_1")]
+
+
+def test_arguments_given_as_json_string_are_decoded() -> None:
+    text = '<tool_call>{"name":"f","arguments":"{\\"x\\": 1}"}</tool_call>'
+    assert parse_tool_calls(text).calls[0].arguments == {"x": 1}
+
+
+def test_missing_arguments_become_an_empty_object() -> None:
+    assert parse_tool_calls('<tool_call>{"name":"f"}</tool_call>').calls[0].arguments == {}
+
+
+def test_bad_json_is_reported_not_raised() -> None:
+    parsed = parse_tool_calls("<tool_call>{name: calculator}</tool_call>")
+    assert parsed.calls == []
+    assert len(parsed.errors) == 1
+    assert "invalid JSON" in parsed.errors[0]
+
+
+def test_missing_name_is_reported() -> None:
+    parsed = parse_tool_calls('<tool_call>{"arguments": {}}</tool_call>')
+    assert parsed.calls == []
+    assert 'missing "name"' in parsed.errors[0]
+
+
+@pytest.mark.parametrize("arguments", ["[1, 2]", '"[1, 2]"', '"not json"', "3"])
+def test_arguments_that_are_not_an_object_are_reported(arguments: str) -> None:
+    parsed = parse_tool_calls(f'<tool_call>{{"name":"f","arguments":{arguments}}}</tool_call>')
+    assert parsed.calls == []
+    assert '"arguments"' in parsed.errors[0]
+
+
+def test_non_object_payload_is_reported() -> None:
+    parsed = parse_tool_calls("<tool_call>[1, 2]</tool_call>")
+    assert "expected a JSON object" in parsed.errors[0]
+
+
+def test_unclosed_tag_is_reported() -> None:
+    parsed = parse_tool_calls('<tool_call>{"name":"f","arguments":{}}')
+    assert parsed.calls == []
+    assert "never closed" in parsed.errors[0]
+
+
+def test_reopened_tag_reports_the_first_as_unclosed_and_parses_the_second() -> None:
+    parsed = parse_tool_calls("<tool_call>{oops " + CALC)
+    assert [c.name for c in parsed.calls] == ["calculator"]
+    assert len(parsed.errors) == 1
+    assert "never closed" in parsed.errors[0]
+
+
+def test_malformed_block_does_not_hide_a_later_valid_call() -> None:
+    parsed = parse_tool_calls("<tool_call>{bad}</tool_call>" + CALC)
+    assert [c.id for c in parsed.calls] == ["call_0"]
+    assert len(parsed.errors) == 1
+
+
+def test_text_without_tags_has_no_calls_and_no_errors() -> None:
+    assert parse_tool_calls("The answer is 12.") == ParsedCalls([], [])
+
+
+def _junk_texts() -> dict[str, str]:
+    rng = random.Random(0)
+    return {
+        "100KB printable": "".join(rng.choice(string.printable) for _ in range(100_000)),
+        "broken utf-8": b"<tool_call>\xff\xfe\xc3(</tool_call>\xed\xa0\x80".decode(
+            errors="replace"
+        ),
+        "lone surrogate": '<tool_call>{"name":"\ud800","arguments":{}}</tool_call>',
+        "deep nesting": "<tool_call>" + "[" * 100_000 + "</tool_call>",
+        "huge integer": '<tool_call>{"name":"f","arguments":{"x":'
+        + "9" * 10_000
+        + "}}</tool_call>",
+        "many opening tags": "<tool_call>" * 9_000 + "</tool_call>",
+        "many empty blocks": "<tool_call></tool_call>" * 4_000,
+    }
+
+
+@pytest.mark.parametrize("name", list(_junk_texts()))
+def test_never_raises_on_junk(name: str) -> None:
+    text = _junk_texts()[name]
+    started = time.perf_counter()
+    parsed = parse_tool_calls(text)
+    assert time.perf_counter() - started < 2.0
+    assert all(isinstance(e, str) and len(e) < 300 for e in parsed.errors)
+
+
+def test_format_tool_call_writes_compact_json_with_name_first() -> None:
+    call = ToolCall("calculator", {"expression": "3*4"}, id="call_7")
+    assert format_tool_call(call) == CALC
+
+
+def test_format_tool_call_keeps_non_ascii_text() -> None:
+    call = ToolCall("echo", {"text": "héllo"})
+    assert (
+        format_tool_call(call)
+        == '<tool_call>{"name":"echo","arguments":{"text":"héllo"}}</tool_call>'
+    )
+
+
+def test_format_then_parse_round_trips() -> None:
+    call = ToolCall("search", {"query": "a<b", "k": 3, "nested": {"x": [1, None]}}, id="call_0")
+    assert parse_tool_calls(format_tool_call(call)).calls == [call]
+
+
+def test_strip_tool_calls_removes_blocks_and_strips() -> None:
+    assert strip_tool_calls(f"  Let me check. {CALC}\n Done. ") == "Let me check. \n Done."
+
+
+def test_strip_tool_calls_removes_malformed_but_closed_blocks() -> None:
+    assert strip_tool_calls("a <tool_call>{bad}</tool_call> b") == "a  b"
+
+
+def test_strip_tool_calls_keeps_an_unclosed_tag() -> None:
+    assert strip_tool_calls("answer <tool_call>{") == "answer <tool_call>{"
+
+
+def test_function_schema_has_openai_function_shape() -> None:
+    parameters = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+    assert function_schema("f", "Does f.", parameters) == {
+        "type": "function",
+        "function": {"name": "f", "description": "Does f.", "parameters": parameters},
+    }
+
+
+@pytest.mark.parametrize("name", ["", "has space", "x" * 65])
+def test_function_schema_rejects_a_bad_tool_name(name: str) -> None:
+    with pytest.raises(ValueError, match="tool name"):
+        function_schema(name, "", {"type": "object"})
+
+
+def test_function_schema_rejects_parameters_that_are_not_an_object_schema() -> None:
+    with pytest.raises(ValueError, match="type 'object'"):
+        function_schema("f", "", {"type": "string"})
+
+
+def test_doctests_pass() -> None:
+    assert doctest.testmod(parse_module).failed == 0

@@ -1,0 +1,226 @@
+"""GRPO end to end on a tiny model: with scripted samples and a domain whose reward we
+control, and once with real sampling on the starter domains."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from posttrain.config import GRPOConfig
+from posttrain.domains import STARTER_DOMAINS, Axes, Domain, get_domain
+from posttrain.engines import Completion, GenerationRequest, HFEngine
+from posttrain.train import grpo as grpo_module
+from posttrain.train.grpo import train_grpo
+from posttrain.train.mixture import TaskSampler
+from posttrain.types import Message, Reference, Rollout, Task, Verdict
+
+LOGGED_KEYS = {
+    "reward",
+    "pass_rate",
+    "groups_with_signal",
+    "completion_tokens",
+    "errors",
+    "rollout_s",
+    "update_s",
+    "clip_frac",
+    "kl",
+    "loss",
+}
+
+
+class SayYes:
+    """A one-turn domain whose reward is 1 exactly when the answer is "yes"."""
+
+    id = "test/say-yes-v1"
+    axes = Axes("text", "none", "single", "exact")
+    max_turns = 1
+
+    def generate(self, seed: int, difficulty: int) -> Task:
+        prompt = [Message("user", f"say yes #{seed}")]
+        return Task(f"{self.id}@{seed}.d{difficulty}", self.id, prompt, "yes", difficulty, seed)
+
+    def reference(self, task: Task) -> Reference:
+        return Reference.single("yes")
+
+    def verify(self, task: Task, rollout: Rollout, session: Any) -> Verdict:
+        passed = rollout.final_text == "yes"
+        return Verdict(float(passed), passed, "said yes" if passed else "did not say yes")
+
+
+class EvenFirstToken:
+    """A one-turn domain rewarding an even first sampled token id: about half of an
+    untrained model's samples pass, so real sampling gives groups with reward spread."""
+
+    id = "test/even-first-token-v1"
+    axes = Axes("text", "none", "single", "exact")
+    max_turns = 1
+
+    def generate(self, seed: int, difficulty: int) -> Task:
+        prompt = [Message("user", f"pick #{seed}")]
+        return Task(f"{self.id}@{seed}.d{difficulty}", self.id, prompt, "", difficulty, seed)
+
+    def reference(self, task: Task) -> Reference:
+        return Reference.single("")
+
+    def verify(self, task: Task, rollout: Rollout, session: Any) -> Verdict:
+        passed = rollout.completion_ids[0] % 2 == 0
+        return Verdict(float(passed), passed, "even" if passed else "odd")
+
+
+class ScriptedSampler:
+    """An engine whose i-th sample of every request is `texts[i % len(texts)]`; its
+    logprobs are a fixed -1 per token (the "old" policy of the ratio)."""
+
+    def __init__(self, tokenizer: Any, texts: list[str]) -> None:
+        self.tokenizer, self.texts = tokenizer, texts
+
+    def update_weights(self, state_dict: Any) -> None:
+        pass
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+        return [[self.sample(i) for i in range(r.params.n)] for r in requests]
+
+    def sample(self, index: int) -> Completion:
+        text = self.texts[index % len(self.texts)]
+        ids = [*self.tokenizer.encode(text, add_special_tokens=False), self.tokenizer.eos_token_id]
+        return Completion(ids, [-1.0] * len(ids), text, "stop")
+
+
+def run_grpo(
+    model: Any, tokenizer: Any, texts: list[str], cfg: GRPOConfig, **kwargs: Any
+) -> list[dict[str, float]]:
+    """Train on SayYes with scripted samples; returns what was logged per step."""
+    domain = SayYes()
+    logged: list[dict[str, float]] = []
+    train_grpo(
+        model,
+        tokenizer,
+        ScriptedSampler(tokenizer, texts),
+        TaskSampler([domain], "grpo"),
+        lambda _: domain,
+        cfg,
+        max_tokens=8,
+        log=lambda step, values: logged.append(values),
+        **kwargs,
+    )
+    return logged
+
+
+def weights(model: Any) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return all(torch.equal(a[k], b[k]) for k in a)
+
+
+SMALL = GRPOConfig(steps=2, batch_size=4, group_size=2, minibatch_size=4, lr=1e-3)
+
+
+def test_grpo_updates_the_weights_when_a_group_has_reward_spread(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    before = weights(tiny_model)
+    logged = run_grpo(tiny_model, tokenizer, ["yes", "no"], SMALL)
+    assert not same_weights(before, weights(tiny_model))
+    assert [v["groups_with_signal"] for v in logged] == [1.0, 1.0]
+    assert [v["reward"] for v in logged] == [0.5, 0.5]
+    assert all(v["loss"] != 0.0 for v in logged)
+
+
+@pytest.mark.parametrize("texts", [["no"], ["yes"]], ids=["all-fail", "all-pass"])
+def test_grpo_leaves_the_weights_alone_when_no_group_has_reward_spread(
+    tiny_model: Any, tokenizer: Any, texts: list[str]
+) -> None:
+    before = weights(tiny_model)
+    logged = run_grpo(tiny_model, tokenizer, texts, SMALL)
+    assert same_weights(before, weights(tiny_model))
+    assert [v["groups_with_signal"] for v in logged] == [0.0, 0.0]
+    assert all(v["loss"] == 0.0 for v in logged)
+
+
+def test_grpo_logs_the_expected_keys_each_step(tiny_model: Any, tokenizer: Any) -> None:
+    logged = run_grpo(tiny_model, tokenizer, ["yes", "no"], SMALL)
+    assert len(logged) == SMALL.steps
+    for values in logged:
+        assert set(values) == LOGGED_KEYS
+        assert values["pass_rate"] == 0.5
+        assert values["errors"] == 0.0
+        assert values["completion_tokens"] == pytest.approx((4 + 3) / 2)  # "yes"/"no" + eos
+
+
+def test_grpo_records_every_rollout_with_its_policy_version(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    recorded: list[list[Rollout]] = []
+    run_grpo(tiny_model, tokenizer, ["yes", "no"], SMALL, record=recorded.append)
+    assert [len(batch) for batch in recorded] == [SMALL.batch_size] * SMALL.steps
+    assert [{r.policy_version for r in batch} for batch in recorded] == [{1}, {2}]
+
+
+def test_grpo_kl_is_measured_against_the_policy_the_stage_started_from(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    cfg = SMALL.model_copy(update={"kl_coef": 0.1})
+    logged = run_grpo(tiny_model, tokenizer, ["yes", "no"], cfg)
+    assert logged[0]["kl"] == pytest.approx(0.0, abs=1e-7)  # first update: policy == reference
+    assert logged[1]["kl"] > 0.0
+
+
+def test_grpo_runs_end_to_end_on_the_starter_domains(tiny_model: Any, tokenizer: Any) -> None:
+    domains: list[Domain] = [get_domain(d) for d in STARTER_DOMAINS]
+    logged: list[dict[str, float]] = []
+    cfg = GRPOConfig(steps=1, batch_size=8, group_size=2, minibatch_size=8)
+    result = train_grpo(
+        tiny_model,
+        tokenizer,
+        HFEngine(tiny_model, tokenizer, seed=0),
+        TaskSampler(domains, "grpo"),
+        get_domain,
+        cfg,
+        max_tokens=8,
+        max_context=512,
+        log=lambda step, values: logged.append(values),
+    )
+    assert result.steps == 1
+    assert len(logged) == 1 and set(logged[0]) == LOGGED_KEYS
+    assert result.mean_reward_first == result.mean_reward_last == logged[0]["reward"]
+
+
+@pytest.mark.parametrize(
+    "temperature",
+    [
+        1.0,
+        0.7,
+    ],
+)
+def test_the_first_update_is_on_policy_so_every_token_ratio_is_one(
+    tiny_model: Any, tokenizer: Any, monkeypatch: pytest.MonkeyPatch, temperature: float
+) -> None:
+    log_ratios: list[float] = []
+
+    def spy(
+        logprobs: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, **kw: Any
+    ) -> Any:
+        log_ratios.append(float(((logprobs.detach() - old).abs() * mask).max()))
+        return grpo_loss(logprobs, old, adv, mask, **kw)
+
+    grpo_loss = grpo_module.grpo_loss
+    monkeypatch.setattr(grpo_module, "grpo_loss", spy)
+    domain = EvenFirstToken()
+    cfg = GRPOConfig(
+        steps=1, batch_size=16, group_size=4, minibatch_size=16, temperature=temperature
+    )
+    train_grpo(
+        tiny_model,
+        tokenizer,
+        HFEngine(tiny_model, tokenizer, seed=0),
+        TaskSampler([domain], "grpo"),
+        lambda _: domain,
+        cfg,
+        max_tokens=6,
+    )
+    assert len(log_ratios) == 1  # one update: some group had reward spread
+    assert log_ratios[0] < 1e-4
