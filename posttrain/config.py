@@ -44,7 +44,7 @@ class SFTConfig(_Strict):
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
     warmup_steps: int = Field(30, ge=0, description="linear warm-up steps")
     max_steps: int = Field(3000, ge=1, description="hard cap on optimizer steps")
-    max_minutes: float = Field(5.5, gt=0, description="wall-clock cap for the stage")
+    max_minutes: float = Field(7.0, gt=0, description="wall-clock cap for the stage")
     eval_every: int = Field(100, ge=1, description="steps between validation-loss checks")
     patience: int = Field(3, ge=1, description="stop after this many checks without improvement")
     val_examples: int = Field(256, ge=1, description="held-out demonstrations for the stop rule")
@@ -57,10 +57,10 @@ class DPOConfig(_Strict):
     samples_per_task: int = Field(4, ge=2, description="answers sampled per task to mine pairs")
     temperature: float = Field(1.0, gt=0, description="sampling temperature for mining")
     beta: float = Field(0.1, gt=0, description="DPO inverse temperature")
-    sft_weight: float = Field(0.0, ge=0, description="NLL on chosen answers added to the loss")
-    lr: float = Field(2e-4, gt=0, description="AdamW learning rate")
+    sft_weight: float = Field(1.0, ge=0, description="NLL on chosen answers added to the loss")
+    lr: float = Field(1e-4, gt=0, description="AdamW learning rate")
     batch_size: int = Field(32, ge=1, description="pairs per optimizer step")
-    epochs: int = Field(1, ge=1, description="passes over the mined pairs")
+    epochs: int = Field(3, ge=1, description="passes over the mined pairs")
     max_minutes: float = Field(1.5, gt=0, description="wall-clock cap for the stage")
 
 
@@ -69,7 +69,7 @@ class GRPOConfig(_Strict):
     steps: int = Field(400, ge=1, description="policy updates (max_minutes may stop it first)")
     batch_size: int = Field(128, ge=1, description="rollouts per step (prompts × group_size)")
     group_size: int = Field(8, ge=2, description="samples per prompt")
-    lr: float = Field(5e-4, gt=0, description="AdamW learning rate")
+    lr: float = Field(3e-5, gt=0, description="AdamW learning rate")
     temperature: float = Field(1.0, gt=0, description="sampling temperature")
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling")
     clip_eps: float = Field(0.2, gt=0, description="PPO clip range (low side)")
@@ -77,9 +77,12 @@ class GRPOConfig(_Strict):
     kl_coef: float = Field(0.0, ge=0, description="k3 KL penalty to the stage's start policy")
     scale_rewards: bool = Field(True, description="divide advantages by the group std")
     aggregation: Literal["token", "sequence"] = Field("token", description="loss averaging")
+    adaptive_difficulty: bool = Field(
+        True, description="draw (domain, difficulty) cells by their recent p(1-p)"
+    )
     epochs: int = Field(1, ge=1, description="optimizer passes over each batch")
     minibatch_size: int = Field(64, ge=1, description="rollouts per backward pass")
-    max_minutes: float = Field(4.0, gt=0, description="wall-clock cap for the stage")
+    max_minutes: float = Field(3.5, gt=0, description="wall-clock cap for the stage")
 
 
 class EvalConfig(_Strict):

@@ -102,11 +102,13 @@ def _worker(
     results: Any,
 ) -> None:
     import torch
+    from transformers.utils import logging as hf_logging
 
     from posttrain.train.checkpoint import load_checkpoint, save_checkpoint
     from posttrain.train.sft import train_sft
 
     torch.set_num_threads(threads)
+    hf_logging.disable_progress_bar()
     policy, _state = load_checkpoint(sft_checkpoint)
     cfg = SFTConfig(**cfg_data).model_copy(update={"max_steps": 10**9, "warmup_steps": 0})
     log: list[tuple[int, dict[str, float]]] = []

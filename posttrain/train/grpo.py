@@ -79,6 +79,8 @@ def train_grpo(
             max_context=max_context,
         )
         rollouts = [r for g in groups for r in g]  # [B*G], groups contiguous
+        for task, group in zip(tasks, groups, strict=True):
+            sampler.observe(task, [r.reward for r in group])
         if record is not None:
             record(rollouts)
         rollout_s = time.perf_counter() - t0

@@ -35,7 +35,11 @@ def heldout_tasks(domains: Sequence[Domain], per_domain: int, seed_offset: int) 
 
 
 class TaskSampler:
-    """An endless, reproducible stream of training tasks for one stage."""
+    """An endless, reproducible stream of training tasks for one stage.
+
+    Each draw picks a (domain, difficulty) cell by domain weight; with `adaptive`,
+    also by how much signal the cell currently gives (see `cell_weight`), which
+    GRPO keeps up to date through `observe`."""
 
     def __init__(
         self,
@@ -45,6 +49,7 @@ class TaskSampler:
         weights: Sequence[float] | None = None,
         exclude: set[str] | None = None,
         seed: int = 0,
+        adaptive: bool = False,
     ) -> None:
         if stream not in STREAM_BASES:
             raise ValueError(f"unknown task stream {stream!r}; known: {sorted(STREAM_BASES)}")
@@ -56,13 +61,32 @@ class TaskSampler:
         self.exclude = exclude or set()
         self.rng = random.Random(f"{stream}|{seed}")
         self.next_seed = STREAM_BASES[stream] + seed * 10**6
+        self.adaptive = adaptive
+        self.pass_rates: dict[tuple[str, int], float] = {}
+
+    def cell_weight(self, domain_id: str, difficulty: int) -> float:
+        """1 for every cell, or, when adaptive, 4·p(1−p) of the cell's recent pass rate p
+        (floored at 0.05): cells the policy always or never solves teach GRPO nothing."""
+        if not self.adaptive:
+            return 1.0
+        p = self.pass_rates.get((domain_id, difficulty), 0.5)
+        return max(0.05, 4.0 * p * (1.0 - p))
+
+    def observe(self, task: Task, rewards: Sequence[float]) -> None:
+        """Fold one group's rewards into its cell's pass rate (an EMA, weight 0.3)."""
+        if not rewards:
+            return
+        key = (task.domain, task.difficulty)
+        mean = sum(rewards) / len(rewards)
+        self.pass_rates[key] = 0.7 * self.pass_rates.get(key, 0.5) + 0.3 * mean
 
     def sample(self, count: int) -> list[Task]:
         tasks: list[Task] = []
+        cells = [(d, k) for d in range(len(self.domains)) for k in self.difficulties]
         while len(tasks) < count:
-            domain = self.rng.choices(self.domains, weights=self.weights)[0]
-            difficulty = self.rng.choice(self.difficulties)
-            task = domain.generate(self.next_seed, difficulty)
+            weights = [self.weights[d] * self.cell_weight(self.domains[d].id, k) for d, k in cells]
+            d, difficulty = self.rng.choices(cells, weights=weights)[0]
+            task = self.domains[d].generate(self.next_seed, difficulty)
             self.next_seed += 1
             if prompt_key(task) not in self.exclude:
                 tasks.append(task)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 import torch
+from transformers.utils import logging as hf_logging
 
 from posttrain.config import ConfigError, RunConfig, config_to_yaml
 from posttrain.domains import get_domain
@@ -98,6 +99,7 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
     except ModelNotFoundError as exc:
         raise ConfigError(f"model.name: {exc}") from None
     run = RunDir.create(config.out_dir, config.name)
+    hf_logging.disable_progress_bar()  # our own progress bars speak for the stages
     run.write_config(config.model_dump(mode="json"))
     torch.set_num_threads(config.model.threads)
     torch.manual_seed(config.seed)
@@ -248,7 +250,13 @@ class _Pipeline:
         c = self.cfg.grpo
         start = time.perf_counter()
         self.report.stage("grpo", c.steps)
-        sampler = TaskSampler(self.domains, "grpo", exclude=self.exclude, seed=self.cfg.seed)
+        sampler = TaskSampler(
+            self.domains,
+            "grpo",
+            exclude=self.exclude,
+            seed=self.cfg.seed,
+            adaptive=c.adaptive_difficulty,
+        )
         res = train_grpo(
             self.policy.model,
             self.tok,

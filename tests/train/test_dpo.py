@@ -62,7 +62,7 @@ class ScriptedSampler:
 def test_dpo_raises_held_out_preference_accuracy(tiny_model: Any, tokenizer: Any) -> None:
     pairs = synthetic_pairs(starter_tasks(range(32)), tokenizer)
     val_pairs = synthetic_pairs(starter_tasks(range(1000, 1016)), tokenizer)
-    cfg = DPOConfig(lr=1e-3, beta=0.5, batch_size=16, epochs=3)
+    cfg = DPOConfig(lr=1e-3, beta=0.5, batch_size=16, epochs=3, sft_weight=0.0)
     result = train_dpo(tiny_model, pairs, val_pairs, cfg, tokenizer.pad_token_id)
     assert result.pairs == 128
     assert result.steps == 3 * 128 // 16
@@ -76,7 +76,7 @@ def test_dpo_logs_loss_margin_and_reward_accuracy_every_step(
 ) -> None:
     pairs = synthetic_pairs(starter_tasks(range(4)), tokenizer)
     logged: list[tuple[int, dict[str, float]]] = []
-    cfg = DPOConfig(lr=1e-3, batch_size=8, epochs=1)
+    cfg = DPOConfig(lr=1e-3, batch_size=8, epochs=1, sft_weight=0.0)
     train_dpo(
         tiny_model,
         pairs,
@@ -133,3 +133,22 @@ def test_tasks_whose_samples_all_passed_give_no_pair(tokenizer: Any) -> None:
         [task], engine, tokenizer, get_domain, samples=2, temperature=1.0, max_tokens=8
     )
     assert pairs == []
+
+
+def test_sft_weight_adds_the_chosen_nll_to_the_loss(tiny_model: Any, tokenizer: Any) -> None:
+    pairs = synthetic_pairs(starter_tasks(range(4)), tokenizer)
+    plain: list[tuple[int, dict[str, float]]] = []
+    mixed: list[tuple[int, dict[str, float]]] = []
+    state = {k: v.clone() for k, v in tiny_model.state_dict().items()}
+    for weight, sink in ((0.0, plain), (1.0, mixed)):
+        tiny_model.load_state_dict(state)
+        cfg = DPOConfig(lr=1e-3, batch_size=8, epochs=1, sft_weight=weight)
+        train_dpo(
+            tiny_model,
+            pairs,
+            pairs,
+            cfg,
+            tokenizer.pad_token_id,
+            log=lambda s, v, k=sink: k.append((s, v)),
+        )
+    assert mixed[0][1]["loss"] > plain[0][1]["loss"] + 1.0  # the NLL of an untrained model is large

@@ -47,3 +47,22 @@ def test_weights_steer_the_domain_mix() -> None:
 def test_unknown_stream_is_refused() -> None:
     with pytest.raises(ValueError, match="stream"):
         TaskSampler(DOMAINS, "nope")
+
+
+def test_adaptive_sampler_favours_cells_with_reward_spread() -> None:
+    sampler = TaskSampler(DOMAINS[:1], "grpo", difficulties=[1, 2, 3], adaptive=True)
+    for _ in range(20):
+        sampler.observe(DOMAINS[0].generate(0, 1), [1.0] * 8)  # always solved
+        sampler.observe(DOMAINS[0].generate(0, 2), [1.0, 0.0] * 4)  # half solved
+        sampler.observe(DOMAINS[0].generate(0, 3), [0.0] * 8)  # never solved
+    counts = {k: 0 for k in (1, 2, 3)}
+    for task in sampler.sample(400):
+        counts[task.difficulty] += 1
+    assert counts[2] > 5 * counts[1] and counts[2] > 5 * counts[3]
+    assert counts[1] > 0 and counts[3] > 0  # the floor keeps every cell alive
+
+
+def test_plain_sampler_ignores_observations() -> None:
+    sampler = TaskSampler(DOMAINS[:1], "grpo", difficulties=[1, 2])
+    sampler.observe(DOMAINS[0].generate(0, 1), [1.0] * 8)
+    assert sampler.cell_weight(DOMAINS[0].id, 1) == sampler.cell_weight(DOMAINS[0].id, 2) == 1.0
