@@ -39,12 +39,15 @@ class SFTConfig(_Strict):
     enabled: bool = Field(True, description="run this stage")
     num_examples: int = Field(4000, ge=1, description="size of the fixed demonstration set")
     max_difficulty: int = Field(10, ge=1, le=10, description="demonstrations come from 1..this")
+    domain_weights: dict[str, float] = Field(
+        default_factory=dict, description="share of demonstrations per domain id (default 1)"
+    )
     batch_size: int = Field(32, ge=1, description="sequences per optimizer step")
     lr: float = Field(3e-3, gt=0, description="peak AdamW learning rate")
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
     warmup_steps: int = Field(30, ge=0, description="linear warm-up steps")
     max_steps: int = Field(3000, ge=1, description="hard cap on optimizer steps")
-    max_minutes: float = Field(7.0, gt=0, description="wall-clock cap for the stage")
+    max_minutes: float = Field(9.0, gt=0, description="wall-clock cap for the stage")
     eval_every: int = Field(100, ge=1, description="steps between validation-loss checks")
     patience: int = Field(3, ge=1, description="stop after this many checks without improvement")
     val_examples: int = Field(256, ge=1, description="held-out demonstrations for the stop rule")
@@ -58,9 +61,9 @@ class DPOConfig(_Strict):
     temperature: float = Field(1.0, gt=0, description="sampling temperature for mining")
     beta: float = Field(0.1, gt=0, description="DPO inverse temperature")
     sft_weight: float = Field(1.0, ge=0, description="NLL on chosen answers added to the loss")
-    lr: float = Field(1e-4, gt=0, description="AdamW learning rate")
+    lr: float = Field(5e-5, gt=0, description="AdamW learning rate")
     batch_size: int = Field(32, ge=1, description="pairs per optimizer step")
-    epochs: int = Field(3, ge=1, description="passes over the mined pairs")
+    epochs: int = Field(2, ge=1, description="passes over the mined pairs")
     max_minutes: float = Field(1.5, gt=0, description="wall-clock cap for the stage")
 
 
@@ -125,6 +128,11 @@ class RunConfig(_Strict):
             )
         if not self.domains:
             raise ValueError("domains must name at least one domain")
+        stray = sorted(set(self.sft.domain_weights) - set(self.domains))
+        if stray:
+            raise ValueError(f"sft.domain_weights names domains not in the mix: {stray}")
+        if any(w < 0 for w in self.sft.domain_weights.values()):
+            raise ValueError("sft.domain_weights must be >= 0")
         return self
 
 

@@ -1,4 +1,8 @@
-"""Evaluation: completion rates, confidence intervals and paired tests between policies."""
+"""Evaluation: completion rates, confidence intervals and paired tests between policies.
+
+The statistics are re-exported here (no torch import); the held-out evaluation
+through the episode loop is `posttrain.eval.evaluate.evaluate` / `compare`.
+"""
 
 from posttrain.eval.stats import (
     PairedComparison,

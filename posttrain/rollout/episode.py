@@ -44,11 +44,24 @@ def prompt_ids(tokenizer: Any, task: Task) -> list[int]:
     return encode(tokenizer, render(tokenizer, task.prompt, add_generation_prompt=True))
 
 
-def env_token_ids(tokenizer: Any, history: list[Message], new: list[Message]) -> list[int]:
+def env_token_ids(
+    tokenizer: Any, history: list[Message], new: list[Message], sampled: list[int] | None = None
+) -> list[int]:
     """Tokens that the template puts between the last assistant turn in `history`
-    and the next assistant turn, after `new` (tool or user messages) is appended."""
-    before = render(tokenizer, history, add_generation_prompt=False)
+    and the next assistant turn, after `new` (tool or user messages) is appended.
+
+    With the turn's `sampled` ids, the split point is what the model actually
+    produced (prompt + sampled tokens, end-of-turn token included), so text the
+    template adds after that token (ChatML's newline after `<|im_end|>`) lands in
+    the environment tokens instead of being lost."""
     after = render(tokenizer, history + new, add_generation_prompt=True)
+    if sampled is not None:
+        consumed = render(tokenizer, history[:-1], add_generation_prompt=True) + str(
+            tokenizer.decode(sampled, skip_special_tokens=False)
+        )
+        if after.startswith(consumed):
+            return encode(tokenizer, after[len(consumed) :])
+    before = render(tokenizer, history, add_generation_prompt=False)
     if not after.startswith(before):
         raise ValueError("chat template is not prefix-stable; cannot append environment turns")
     return encode(tokenizer, after[len(before) :])
@@ -151,7 +164,7 @@ def _advance(
         if not new or len(ep.turns) >= ep.domain.max_turns:
             ep.done = True
             return
-        env = env_token_ids(tokenizer, ep.messages, new)
+        env = env_token_ids(tokenizer, ep.messages, new, turn.token_ids)
     except Exception as exc:  # a crashed session is a recorded failure, not a dead batch
         ep.error = f"session failed: {type(exc).__name__}: {exc}"
         ep.done = True

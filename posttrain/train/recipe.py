@@ -173,8 +173,9 @@ class _Pipeline:
     def sft_data(self) -> tuple[list[Rollout], list[Rollout]]:
         c = self.cfg.sft
         difficulties = range(1, c.max_difficulty + 1)
+        weights = [c.domain_weights.get(d.id, 1.0) for d in self.domains]
         train = TaskSampler(
-            self.domains, "sft", difficulties, exclude=self.exclude, seed=self.cfg.seed
+            self.domains, "sft", difficulties, weights, exclude=self.exclude, seed=self.cfg.seed
         )
         val = TaskSampler(
             self.domains, "sft-val", difficulties, exclude=self.exclude, seed=self.cfg.seed

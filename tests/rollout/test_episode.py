@@ -166,3 +166,22 @@ def test_an_episode_that_fills_the_context_ends_as_a_recorded_failure(tokenizer:
     assert rollout.error is not None and rollout.error.startswith("context full")
     assert len(rollout.turns) == 1
     assert rollout.reward == 0.0
+
+
+def test_env_tokens_keep_template_text_after_the_end_of_turn_token(tokenizer: Any) -> None:
+    """ChatML-style templates put a newline after the end-of-turn token; it must reach
+    the model as an environment token, not vanish between turns."""
+    import copy
+
+    from posttrain.rollout.episode import env_token_ids
+    from posttrain.types import Message
+
+    chatml = copy.deepcopy(tokenizer)
+    chatml.chat_template = (
+        "{% for m in messages %}<|bos|>{{ m['role'] }}\n{{ m['content'] }}<|end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|bos|>assistant\n{% endif %}"
+    )
+    history = [Message("user", "calc 3*4"), Message("assistant", "call")]
+    sampled = chatml.encode("call", add_special_tokens=False) + [chatml.eos_token_id]
+    env = env_token_ids(chatml, history, [Message("tool", "12")], sampled)
+    assert chatml.decode(env) == "\n<|bos|>tool\n12<|end|>\n<|bos|>assistant\n"
