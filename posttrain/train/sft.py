@@ -1,14 +1,16 @@
 """Supervised fine-tuning on demonstrations: loss on assistant tokens only.
 
 The examples are rollouts (normally domain references replayed through the episode
-loop), so SFT sees exactly the token layout that sampling produces. Each batch is a random mix,
-run as length-sorted micro-batches (little padding). The loop is
-AdamW with linear warm-up and a linear decay driven by whichever budget (steps or
-wall-clock) runs out first. Stop rule: validation loss is checked every
-`eval_every` steps; after `patience` checks without improvement the stage stops
-and the best weights are restored. `stop_on_plateau=False` turns the rule off
-(the control arm trains until `should_stop()` says so instead, at the
-`constant_lr` that SFT ended with).
+loop), so SFT sees exactly the token layout that sampling produces. Each batch is a
+random mix of domains, run as length-sorted micro-batches (little padding).
+
+The loop is AdamW with linear warm-up and a linear decay to 10% over `max_steps`;
+the wall-clock cap only stops the stage early (the schedule never reads the clock,
+so a seed gives the same run on a slow or a fast machine). Stop rule: validation
+loss is checked every `eval_every` steps; after `patience` checks without
+improvement the stage stops and the best weights are restored.
+`stop_on_plateau=False` turns the rule off: the control arm trains until
+`should_stop()` says so instead, at the `constant_lr` that SFT ended with.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def train_sft(
         if elapsed >= budget or (should_stop is not None and should_stop()):
             stop_reason = "time"
             break
-        progress = max(step / cfg.max_steps, elapsed / budget)
+        progress = step / cfg.max_steps  # by steps only, so a run does not depend on timing
         warm = min(1.0, (step + 1) / max(1, cfg.warmup_steps))
         lr = cfg.lr * warm * (1.0 - 0.9 * progress) if constant_lr is None else constant_lr
         for group in optimizer.param_groups:
