@@ -14,7 +14,6 @@ naming what was wrong.
 from __future__ import annotations
 
 import os
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -66,7 +65,6 @@ def run(
         _fail(str(exc))
         return
     os.environ.setdefault("OMP_NUM_THREADS", str(config.model.threads))
-    from posttrain.config import ConfigError as _ConfigError
     from posttrain.store import RunDirError
 
     console.print(f"[bold]posttrain run[/] model={config.model.name} domains={len(config.domains)}")
@@ -76,7 +74,7 @@ def run(
 
         with reporter.progress:
             result = run_recipe(config, reporter)
-    except (_ConfigError, RunDirError) as exc:
+    except (ConfigError, RunDirError) as exc:
         _fail(str(exc))
         return
     _print_results(result)
@@ -166,7 +164,3 @@ def _print_results(result: Any) -> None:
             f"DPO held-out preference accuracy: {s['preference_accuracy_before']:.3f} → "
             f"{s['preference_accuracy_after']:.3f} ({s['val_pairs']:.0f} pairs)"
         )
-
-
-def main() -> None:  # pragma: no cover - console-script shim
-    sys.exit(app())
