@@ -74,17 +74,7 @@ def test_dpo_raises_held_out_preference_accuracy(tiny_model: Any, tokenizer: Any
 def test_dpo_logs_loss_margin_and_reward_accuracy_every_step(
     tiny_model: Any, tokenizer: Any
 ) -> None:
-    pairs = synthetic_pairs(starter_tasks(range(4)), tokenizer)
-    logged: list[tuple[int, dict[str, float]]] = []
-    cfg = DPOConfig(lr=1e-3, batch_size=8, epochs=1, sft_weight=0.0)
-    train_dpo(
-        tiny_model,
-        pairs,
-        pairs,
-        cfg,
-        tokenizer.pad_token_id,
-        log=lambda s, v: logged.append((s, v)),
-    )
+    logged = _logged_dpo_steps(tiny_model, tokenizer, sft_weight=0.0)
     assert [step for step, _ in logged] == [1, 2]
     assert all(set(v) == {"loss", "margin", "reward_accuracy"} for _, v in logged)
     assert logged[0][1]["loss"] == pytest.approx(0.693147, abs=1e-4)  # log 2: policy == reference
@@ -135,20 +125,22 @@ def test_tasks_whose_samples_all_passed_give_no_pair(tokenizer: Any) -> None:
     assert pairs == []
 
 
-def test_sft_weight_adds_the_chosen_nll_to_the_loss(tiny_model: Any, tokenizer: Any) -> None:
+def _logged_dpo_steps(
+    model: Any, tokenizer: Any, sft_weight: float
+) -> list[tuple[int, dict[str, float]]]:
+    """Two DPO steps (8 pairs each) on synthetic starter-domain pairs; what they logged."""
     pairs = synthetic_pairs(starter_tasks(range(4)), tokenizer)
-    plain: list[tuple[int, dict[str, float]]] = []
-    mixed: list[tuple[int, dict[str, float]]] = []
+    logged: list[tuple[int, dict[str, float]]] = []
+    cfg = DPOConfig(lr=1e-3, batch_size=8, epochs=1, sft_weight=sft_weight)
+    train_dpo(
+        model, pairs, pairs, cfg, tokenizer.pad_token_id, log=lambda s, v: logged.append((s, v))
+    )
+    return logged
+
+
+def test_sft_weight_adds_the_chosen_nll_to_the_loss(tiny_model: Any, tokenizer: Any) -> None:
     state = {k: v.clone() for k, v in tiny_model.state_dict().items()}
-    for weight, sink in ((0.0, plain), (1.0, mixed)):
-        tiny_model.load_state_dict(state)
-        cfg = DPOConfig(lr=1e-3, batch_size=8, epochs=1, sft_weight=weight)
-        train_dpo(
-            tiny_model,
-            pairs,
-            pairs,
-            cfg,
-            tokenizer.pad_token_id,
-            log=lambda s, v, k=sink: k.append((s, v)),
-        )
+    plain = _logged_dpo_steps(tiny_model, tokenizer, sft_weight=0.0)
+    tiny_model.load_state_dict(state)
+    mixed = _logged_dpo_steps(tiny_model, tokenizer, sft_weight=1.0)
     assert mixed[0][1]["loss"] > plain[0][1]["loss"] + 1.0  # the NLL of an untrained model is large
