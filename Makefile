@@ -32,12 +32,18 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(VENV)/bin/mypy posttrain
 
-# System packages the sandbox needs; installed when missing (as root, no prompt).
+# System packages the sandbox needs; installed when missing (as root, no prompt):
+# bubblewrap (namespaces), libseccomp2 (the syscall filter pyseccomp compiles),
+# util-linux (setpriv for the uid drop, unshare for the fallback).
+SYSTEM_PKGS := $(strip \
+  $(if $(shell command -v bwrap),,bubblewrap) \
+  $(if $(shell /sbin/ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 && echo y),,libseccomp2) \
+  $(if $(shell command -v setpriv),,util-linux))
 system:
-	@command -v bwrap >/dev/null || { \
-	  echo "installing bubblewrap"; \
+	@if [ -n "$(SYSTEM_PKGS)" ]; then \
+	  echo "installing $(SYSTEM_PKGS)"; \
 	  export DEBIAN_FRONTEND=noninteractive; \
-	  apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }
+	  apt-get update -qq && apt-get install -y -qq $(SYSTEM_PKGS) >/dev/null; fi
 
 $(STAMP): pyproject.toml constraints.txt | system
 	test -x $(PY) || python3 -m venv $(VENV)

@@ -4,6 +4,9 @@
     posttrain run --smoke              # every stage on a tiny budget (< 2 minutes)
     posttrain run recipe.yaml grpo.steps=20 model.name=smollm2-135m
     posttrain domains list
+    posttrain sandbox doctor           # which isolation layers this machine offers, and why
+    posttrain sandbox exec --timeout 5 --mem 256 -- python3 -c 'print(1)'
+    posttrain sandbox bench            # warm pool vs fresh bwrap vs plain subprocess
     posttrain version
 
 Bad input (unknown key, wrong type, impossible combination, missing recipe file,
@@ -28,6 +31,8 @@ app = typer.Typer(
 )
 domains_app = typer.Typer(help="The domain matrix.", no_args_is_help=True)
 app.add_typer(domains_app, name="domains")
+sandbox_app = typer.Typer(help="Isolated execution: doctor, exec, bench.", no_args_is_help=True)
+app.add_typer(sandbox_app, name="sandbox")
 console = Console()
 err_console = Console(stderr=True)
 
@@ -94,6 +99,69 @@ def domains_list() -> None:
         a = get_domain(name).axes
         table.add_row(name, a.modality, a.tools, a.rounds, a.verification)
     console.print(table)
+
+
+@sandbox_app.command("doctor")
+def sandbox_doctor() -> None:
+    """Which isolation layers are active on this machine, which are missing and why."""
+    from posttrain.sandbox import doctor
+    from posttrain.sandbox.layers import best_mode
+
+    table = Table("layer", "active", "detail")
+    for layer in doctor():
+        mark = "[green]yes[/]" if layer.active else "[red]no[/]"
+        table.add_row(layer.name, mark, layer.detail)
+    console.print(table)
+    mode = best_mode()
+    if mode is None:
+        console.print(
+            "sandbox mode: [red]none available[/] — sandboxes refuse to run untrusted code"
+        )
+    else:
+        fallback = "" if mode == "bwrap" else " (fallback: bubblewrap unavailable)"
+        console.print(f"sandbox mode: [bold]{mode}[/]{fallback}")
+
+
+@sandbox_app.command("exec", context_settings={"allow_interspersed_args": False})
+def sandbox_exec(
+    cmd: Annotated[list[str], typer.Argument(help="The command and its arguments (after --).")],
+    timeout: Annotated[float, typer.Option(help="Wall-clock limit in seconds.")] = 10.0,
+    mem: Annotated[int, typer.Option(help="Memory limit in MB.")] = 1024,
+    isolation: Annotated[str, typer.Option(help="auto, bwrap, unshare or none.")] = "auto",
+) -> None:
+    """Run one command isolated, print its output, exit with its exit code."""
+    import sys
+
+    from posttrain.sandbox import Sandbox, SandboxSpec, SandboxUnavailable
+
+    try:
+        spec = SandboxSpec(isolation=isolation, memory_mb=mem, timeout_s=timeout)
+        with Sandbox(spec) as sandbox:
+            result = sandbox.exec(cmd, timeout=timeout)
+    except (ValueError, SandboxUnavailable) as exc:
+        _fail(str(exc))
+        return
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    for flag, why in ((result.timed_out, f"timed out after {timeout} s"), (result.oom, "out of memory"),
+                      (result.stdout_truncated or result.stderr_truncated, "output truncated")):  # fmt: skip
+        if flag:
+            err_console.print(f"[yellow]sandbox:[/] {why}")
+    if result.error:
+        err_console.print(f"[red]sandbox:[/] {result.error}")
+    code = result.exit_code if result.exit_code >= 0 else 128 + (result.signal or 0)
+    raise typer.Exit(code=124 if result.timed_out else code)
+
+
+@sandbox_app.command("bench")
+def sandbox_bench(
+    trivial: Annotated[int, typer.Option(help="Trivial snippets per method.")] = 300,
+    pytest_files: Annotated[int, typer.Option("--pytest", help="pytest files per method.")] = 60,
+) -> None:
+    """Warm pool vs fresh bwrap vs plain subprocess (the full run: bench/sandbox.py)."""
+    from posttrain.sandbox.bench import run_bench
+
+    run_bench(n_trivial=trivial, n_pytest=pytest_files, out=console.print)
 
 
 class _RichReporter:

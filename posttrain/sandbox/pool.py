@@ -1,0 +1,143 @@
+"""`SandboxPool`: warm sandboxes leased one task at a time, clean between tasks.
+
+    pool = SandboxPool(size=4, spec=SandboxSpec(preload=("pytest",)))
+    with pool.lease() as sb:
+        result = sb.run_python(code, timeout=5)
+
+On release every sandbox is reset (the task's leftover processes killed, workspace
+and /tmp wiped, the baseline restored). It is replaced by a fresh one instead after
+`max_tasks` tasks, after any timeout, signal, out-of-memory or infrastructure
+failure, when its fork-server died, or when the reset itself fails. Thread-safe:
+many threads may lease at once; each sandbox serves one lease at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from posttrain.sandbox.results import SandboxSpec, Snapshot
+from posttrain.sandbox.sandbox import Sandbox, SandboxError
+
+
+@dataclass
+class PoolStats:
+    leases: int = 0
+    resets: int = 0
+    recycled: int = 0
+    started: int = 0
+
+
+class SandboxPool:
+    """A fixed number of warm sandboxes; `lease()` blocks until one is free."""
+
+    def __init__(
+        self,
+        size: int = 2,
+        spec: SandboxSpec | None = None,
+        *,
+        max_tasks: int = 1000,
+        baseline: Snapshot | None = None,
+    ) -> None:
+        if size < 1:
+            raise ValueError(f"pool size must be at least 1, got {size}")
+        if max_tasks < 1:
+            raise ValueError(f"max_tasks must be at least 1, got {max_tasks}")
+        self.spec = spec or SandboxSpec()
+        self.size = size
+        self.max_tasks = max_tasks
+        self.baseline = baseline
+        self.stats = PoolStats()
+        self._idle: queue.Queue[Sandbox] = queue.Queue()
+        self._all: set[Sandbox] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        try:
+            for _ in range(size):
+                self._idle.put(self._new())
+        except BaseException:
+            self.close()
+            raise
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> SandboxPool:
+        """A pool from the run config's `sandbox` section (`RunConfig.sandbox.model_dump()`)."""
+        fields = dict(config)
+        size, max_tasks = int(fields.pop("pool_size", 2)), int(fields.pop("max_tasks", 1000))
+        fields["preload"] = tuple(fields.get("preload", ()))
+        return cls(size=size, spec=SandboxSpec(**fields), max_tasks=max_tasks)
+
+    def _new(self) -> Sandbox:
+        sandbox = Sandbox(self.spec)
+        if self.baseline is not None:
+            sandbox.set_baseline(self.baseline)
+            sandbox.reset()
+        with self._lock:
+            self._all.add(sandbox)
+            self.stats.started += 1
+        return sandbox
+
+    @contextlib.contextmanager
+    def lease(self, timeout: float | None = None) -> Iterator[Sandbox]:
+        """A clean sandbox for one task; returned (and cleaned) when the block exits."""
+        sandbox = self.acquire(timeout)
+        try:
+            yield sandbox
+        finally:
+            self.release(sandbox)
+
+    def acquire(self, timeout: float | None = None) -> Sandbox:
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        try:
+            sandbox = self._idle.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"no sandbox free within {timeout} s") from None
+        with self._lock:
+            self.stats.leases += 1
+        return sandbox
+
+    def release(self, sandbox: Sandbox) -> None:
+        if self._closed:
+            sandbox.close()
+            return
+        healthy = sandbox.alive and not sandbox.needs_recycle and sandbox.tasks_run < self.max_tasks
+        if healthy:
+            try:
+                sandbox.reset(lazy=True)
+                with self._lock:
+                    self.stats.resets += 1
+            except SandboxError:
+                healthy = False
+        if not healthy:
+            sandbox.close()
+            with self._lock:
+                self._all.discard(sandbox)
+                self.stats.recycled += 1
+            sandbox = self._new()
+        self._idle.put(sandbox)
+
+    @property
+    def pids(self) -> list[int]:
+        """Host pids of every sandbox's process tree (for memory accounting)."""
+        with self._lock:
+            sandboxes = list(self._all)
+        return [pid for sandbox in sandboxes for pid in sandbox.pids]
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            sandboxes = list(self._all)
+            self._all.clear()
+        for sandbox in sandboxes:
+            sandbox.close()
+
+    def __enter__(self) -> SandboxPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,114 @@
+"""What a sandbox hands back: `ExecResult`, workspace `Snapshot`s, and the `SandboxSpec`."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import tarfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """Limits and layers of one sandbox; every field is a per-task bound unless noted."""
+
+    isolation: str = "auto"  # auto | bwrap | unshare | none (none: trusted code only)
+    memory_mb: int = 1024  # address-space rlimit per task; also the cgroup memory cap per sandbox
+    max_processes: int = 64  # RLIMIT_NPROC per task; cgroup pids.max per sandbox
+    max_open_files: int = 256
+    max_file_mb: int = 64  # largest file a task may write
+    tmpfs_mb: int = 256  # size of the private /workspace and of /tmp (bwrap mode)
+    output_cap: int = 65536  # bytes kept of stdout and of stderr each
+    cpu_cores: float = 1.0  # cgroup cpu quota per sandbox
+    timeout_s: float = 10.0  # default wall clock per task
+    start_timeout_s: float = 30.0
+    preload: tuple[str, ...] = ()  # modules the fork-server imports once, before any task
+
+    def __post_init__(self) -> None:
+        if self.isolation not in ("auto", "bwrap", "unshare", "none"):
+            raise ValueError(
+                f"sandbox isolation must be auto, bwrap, unshare or none, not {self.isolation!r}"
+            )
+        for name in ("memory_mb", "max_processes", "max_open_files", "max_file_mb", "tmpfs_mb"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"sandbox {name} must be positive, got {getattr(self, name)}")
+        if self.timeout_s <= 0 or self.output_cap < 0 or self.cpu_cores <= 0:
+            raise ValueError("sandbox timeout_s and cpu_cores must be positive, output_cap ≥ 0")
+
+
+def task_rlimits(spec: SandboxSpec, timeout: float) -> dict[str, int]:
+    """The rlimits every task runs under (address space, CPU, file size, fds, processes, core)."""
+    return {
+        "as": spec.memory_mb << 20,
+        "cpu": math.ceil(timeout) + 1,
+        "fsize": spec.max_file_mb << 20,
+        "nofile": spec.max_open_files,
+        "nproc": spec.max_processes,
+        "core": 0,
+    }
+
+
+@dataclass
+class ExecResult:
+    """One execution. Limits hit and infrastructure failures are fields, never exceptions."""
+
+    exit_code: int  # negative signal number when killed by a signal
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    oom: bool = False
+    signal: int | None = None
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    error: str | None = None  # the sandbox itself failed (died, unresponsive, refused)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and self.error is None and not self.timed_out
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A workspace's files as a tar archive: restored exactly, or opened in a fresh sandbox."""
+
+    archive: bytes
+    digest: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.digest:
+            object.__setattr__(self, "digest", hashlib.sha256(self.archive).hexdigest())
+
+    def files(self) -> dict[str, bytes]:
+        """Regular files by relative path (read on the host, nothing extracted)."""
+        out: dict[str, bytes] = {}
+        with tarfile.open(fileobj=io.BytesIO(self.archive), mode="r") as tar:
+            for member in tar.getmembers():
+                if member.isfile():
+                    handle = tar.extractfile(member)
+                    assert handle is not None
+                    out[member.name] = handle.read()
+        return out
+
+    def with_files(self, files: Mapping[str, bytes | str]) -> Snapshot:
+        """This snapshot with `files` written over it (pristine tests for a verifier)."""
+        return Snapshot.from_files({**self._members_as_files(), **files})
+
+    def _members_as_files(self) -> dict[str, bytes | str]:
+        return dict(self.files())
+
+    @classmethod
+    def from_files(cls, files: Mapping[str, bytes | str]) -> Snapshot:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for name in sorted(files):
+                data = files[name]
+                raw = data.encode() if isinstance(data, str) else data
+                info = tarfile.TarInfo(name)
+                info.size = len(raw)
+                info.mode = 0o755 if raw.startswith(b"#!") else 0o644
+                tar.addfile(info, io.BytesIO(raw))
+        return cls(buf.getvalue())

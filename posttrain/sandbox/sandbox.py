@@ -1,0 +1,425 @@
+"""`Sandbox`: one isolated workspace with a warm fork-server, driven from the host.
+
+    with Sandbox() as sb:
+        sb.write_file("test_x.py", "def test_x(): assert 1 + 1 == 2")
+        result = sb.exec(["python3", "-m", "pytest", "-q"], timeout=20)
+        snap = sb.snapshot()
+    with Sandbox.from_snapshot(snap.with_files({"test_x.py": pristine})) as judge: ...
+
+What is isolated (bwrap mode): the host filesystem except read-only `/usr` and the
+Python packages; host processes, network, IPC and hostname (own namespaces, no
+network devices but loopback); the host uid (tasks are `nobody` on the host, with no
+capabilities and no nested user namespaces); other sandboxes. Each task gets rlimits
+(address space, CPU, file size, open files, processes, no core file), the seccomp
+deny-list of `layers.DENIED_SYSCALLS` (plus non-UNIX sockets, TIOCSTI, CLONE_NEWUSER),
+a wall clock after which its whole process tree is killed, and an empty environment.
+
+What is NOT guaranteed: protection from kernel exploits (this is namespaces and
+seccomp, not a VM); CPU-time side channels and timing between sandboxes; memory
+bandwidth and disk-cache contention; tmpfs inode counts beyond the cgroup memory cap;
+secrecy between tasks that share one pooled sandbox: each task is forked from the same
+fork-server, so freed remnants of requests it handled earlier (code, stdin, files
+written through the API) may sit in the memory a task inherits — judge hidden tests in
+a fresh `Sandbox.from_snapshot(...)` (as verifiers do), or use `max_tasks=1`; in
+`unshare` mode, world-readable host files stay readable; in `none` mode nothing at all.
+
+Errors: constructing raises `SandboxUnavailable` when the asked-for isolation cannot
+run here. `exec`/`run_python` never raise for task behaviour: limits and failures are
+`ExecResult` fields (`error` set when the sandbox itself died; it then restarts on the
+next call). File methods raise `ValueError` for paths that leave the workspace or go
+through a symlink, `FileNotFoundError` for missing files, `SandboxError` when the
+sandbox is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from posttrain.sandbox import layers
+from posttrain.sandbox.cgroups import CgroupGroup
+from posttrain.sandbox.inside.framing import recv_frame, send_frame
+from posttrain.sandbox.inside.tasks import children_map
+from posttrain.sandbox.results import ExecResult, SandboxSpec, Snapshot, task_rlimits
+
+WORKSPACE = "/workspace"
+SANDBOX_TMP = "/tmp"
+_GRACE_S = 5.0  # how long past a task's timeout the host waits for the server's reply
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not do what was asked (it died, or refused a request)."""
+
+
+class SandboxUnavailable(SandboxError):
+    """No isolation of the requested kind can run on this machine."""
+
+
+class Sandbox:
+    """An isolated workspace; see the module docstring for what is and is not isolated."""
+
+    def __init__(self, spec: SandboxSpec | None = None, *, isolation: str | None = None) -> None:
+        spec = spec or SandboxSpec()
+        if isolation is not None:
+            spec = SandboxSpec(**{**spec.__dict__, "isolation": isolation})
+        self.spec = spec
+        mode = spec.isolation if spec.isolation != "auto" else layers.best_mode()
+        if mode is None:
+            raise SandboxUnavailable(
+                "no isolation is possible here (bubblewrap and unshare both fail; run "
+                "`posttrain sandbox doctor`); pass isolation='none' only for trusted code"
+            )
+        if mode == "bwrap" and not (layers.bwrap_status()[0] and layers.sandbox_python()):
+            raise SandboxUnavailable(f"bwrap isolation unavailable: {layers.bwrap_status()[1]}")
+        if mode == "unshare" and not layers.unshare_status()[0]:
+            raise SandboxUnavailable(f"unshare isolation unavailable: {layers.unshare_status()[1]}")
+        self.mode = mode
+        self.name = uuid.uuid4().hex[:12]
+        self.tasks_run = 0
+        self.needs_recycle = False  # a task timed out, was killed, ran out of memory or crashed us
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+        self._host_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._cgroups: CgroupGroup | None = None
+        self._baseline: Snapshot | None = None
+        self.server_pid = 0
+        self._closed = False
+        self._reset_pending = False
+        self._ooms_seen = 0
+        self._start()
+
+    # ------------------------------------------------------------------ lifecycle
+    def _start(self) -> None:
+        spec = self.spec
+        ours, theirs = socket.socketpair()
+        pass_fds = [theirs.fileno()]
+        seccomp_fd = -1
+        program = layers.seccomp_program() if self.mode != "none" else None
+        if program is not None:
+            seccomp_fd = os.memfd_create("posttrain-seccomp", 0)
+            os.write(seccomp_fd, program)
+            os.lseek(seccomp_fd, 0, os.SEEK_SET)
+            pass_fds.append(seccomp_fd)
+        env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}
+        if self.mode == "bwrap":
+            workspace, tmp = WORKSPACE, SANDBOX_TMP
+        else:
+            self._host_dir = tempfile.TemporaryDirectory(prefix="posttrain-sandbox-")
+            workspace = os.path.join(self._host_dir.name, "workspace")
+            tmp = os.path.join(self._host_dir.name, "tmp")
+            for folder in (workspace, tmp):
+                os.mkdir(folder, 0o700)
+                if self.mode == "unshare" and os.geteuid() == 0:
+                    os.chown(folder, layers.NOBODY, layers.NOBODY)
+            if self.mode == "unshare" and os.geteuid() == 0:
+                os.chmod(self._host_dir.name, 0o711)
+            if self.mode == "none":
+                env = dict(os.environ, POSTTRAIN_SANDBOX_INHERIT_ENV="1", TMPDIR=tmp)
+        argv = layers.launch_argv(
+            self.mode, fd=theirs.fileno(), workspace=workspace, tmp=tmp,
+            preload=list(spec.preload), seccomp_fd=seccomp_fd,
+            tmpfs_bytes=spec.tmpfs_mb << 20, host_dir=self._host_dir.name if self._host_dir else "",
+        )  # fmt: skip
+        if self.mode != "none":
+            self._cgroups = CgroupGroup(
+                self.name,
+                memory_bytes=(spec.memory_mb << 20) + (2 * spec.tmpfs_mb << 20) + (64 << 20),
+                max_pids=spec.max_processes + 16,
+                cpu_cores=spec.cpu_cores,
+            )
+            argv = self._cgroups.join_prefix() + argv
+        try:
+            self._proc = subprocess.Popen(
+                argv, pass_fds=pass_fds, env=env, start_new_session=True,
+                cwd=layers.INSIDE_DIR.parent if self.mode != "bwrap" else "/",
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            )  # fmt: skip
+        finally:
+            theirs.close()
+            if seccomp_fd >= 0:
+                os.close(seccomp_fd)
+        self._sock = ours
+        ours.settimeout(spec.start_timeout_s)
+        try:
+            hello, _ = recv_frame(ours)
+        except (EOFError, OSError) as exc:
+            stderr = self._kill()
+            raise SandboxUnavailable(
+                f"sandbox ({self.mode}) failed to start: {exc}; {stderr.strip()[-500:]}"
+            ) from None
+        self.server_pid = int(hello["pid"])
+        self._reset_pending = False
+        self._ooms_seen = 0
+        if self._baseline is not None:
+            self._call({"op": "baseline"}, self._baseline.archive)
+            self._call({"op": "restore"}, self._baseline.archive)
+
+    def _kill(self) -> str:
+        """Tear the sandbox down hard; returns whatever its launcher wrote to stderr."""
+        stderr = b""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._proc is not None:
+            tree = _descendants(self._proc.pid)
+            # Kill the namespace's init first: the kernel takes every process in the pid
+            # namespace with it and the launcher reaps it, so nothing is left as a zombie.
+            victims = tree[1:2] if self.mode != "none" else tree[1:]
+            for pid in victims:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=2)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            try:
+                _, stderr = self._proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
+            _wait_gone(tree[1:])
+        if self._cgroups is not None:
+            self._cgroups.close()
+            self._cgroups = None
+        if self._host_dir is not None:
+            _make_removable(self._host_dir.name)
+            self._host_dir.cleanup()
+            self._host_dir = None
+        return (stderr or b"").decode(errors="replace")
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None and self._sock is not None
+
+    def restart(self) -> None:
+        """A fresh sandbox in place of this one (same spec, same baseline)."""
+        self._kill()
+        self._closed = False
+        self.needs_recycle = False
+        self.tasks_run = 0
+        self._start()
+
+    def close(self) -> None:
+        self._closed = True
+        self._kill()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self._kill()
+
+    @property
+    def pids(self) -> list[int]:
+        """Host pids of this sandbox's whole process tree (launcher, bwrap, server, tasks)."""
+        if self._proc is None:
+            return []
+        return _descendants(self._proc.pid)
+
+    # ------------------------------------------------------------------ protocol
+    def _call(self, req: dict[str, Any], payload: bytes = b"", timeout: float = 30.0) -> tuple[dict[str, Any], bytes]:  # fmt: skip
+        if self._closed:
+            raise SandboxError("the sandbox is closed")
+        if not self.alive:
+            self.restart()  # it died (a task killed it, or it was OOM-killed): start afresh
+        assert self._sock is not None
+        self._sock.settimeout(timeout)
+        if self._reset_pending:
+            req = {**req, "reset_first": True}
+            self._reset_pending = False
+        try:
+            send_frame(self._sock, req, payload)
+            header, body = recv_frame(self._sock)
+            if header.get("reset_failed"):  # the cleanup before this call failed: start afresh
+                self.restart()
+                assert self._sock is not None
+                send_frame(
+                    self._sock, {k: v for k, v in req.items() if k != "reset_first"}, payload
+                )
+                header, body = recv_frame(self._sock)
+            return header, body
+        except (EOFError, OSError) as exc:
+            why = "unresponsive" if isinstance(exc, TimeoutError) else f"gone ({exc})"
+            self._kill()
+            raise SandboxError(f"sandbox {why} during {req['op']!r}") from None
+
+    def _checked(self, req: dict[str, Any], payload: bytes = b"") -> tuple[dict[str, Any], bytes]:
+        header, body = self._call(req, payload)
+        if not header.get("ok"):
+            error = str(header.get("error", "failed"))
+            if error.startswith("FileNotFoundError"):
+                raise FileNotFoundError(f"{req.get('path')}: not in the workspace")
+            if error.startswith("ValueError") or error.startswith("IsADirectoryError"):
+                raise ValueError(error.split(": ", 1)[-1])
+            raise SandboxError(f"{req['op']} failed: {error}")
+        return header, body
+
+    # ------------------------------------------------------------------ execution
+    def exec(
+        self,
+        cmd: str | Sequence[str],
+        timeout: float | None = None,
+        stdin: str | bytes | None = None,
+    ) -> ExecResult:
+        """Run `cmd` (an argv, or a string for `/bin/sh -c`) in the workspace."""
+        argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        if not argv:
+            raise ValueError("exec needs a command")
+        return self._task({"op": "exec", "argv": argv}, timeout, stdin)
+
+    def run_python(self, code: str, timeout: float | None = None, stdin: str | bytes | None = None) -> ExecResult:  # fmt: skip
+        """Run Python source in a forked, warm interpreter (preloaded modules already imported)."""
+        return self._task({"op": "python", "code": code}, timeout, stdin)
+
+    def _task(self, req: dict[str, Any], timeout: float | None, stdin: str | bytes | None) -> ExecResult:  # fmt: skip
+        spec = self.spec
+        timeout = spec.timeout_s if timeout is None else float(timeout)
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        req.update(
+            timeout=timeout,
+            output_cap=spec.output_cap,
+            limits=self._limits(timeout),
+        )
+        data = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
+        start = time.monotonic()
+        try:
+            header, body = self._call(req, data, timeout=timeout + _GRACE_S)
+        except SandboxError as exc:
+            self.needs_recycle = True
+            return ExecResult(
+                exit_code=-1, timed_out="unresponsive" in str(exc), error=str(exc),
+                wall_s=time.monotonic() - start,
+            )  # fmt: skip
+        self.tasks_run += 1
+        if "exit_code" not in header:
+            self.needs_recycle = True
+            return ExecResult(exit_code=-1, error=str(header.get("error", "task failed to start")))
+        n_out = int(header["n_out"])
+        stdout, stderr = (
+            body[:n_out].decode(errors="replace"),
+            body[n_out:].decode(errors="replace"),
+        )
+        oom_killed = False
+        if self._cgroups is not None:  # any process of the task OOM-killed, even if main exited 0
+            ooms = self._cgroups.oom_kills()
+            oom_killed, self._ooms_seen = ooms > self._ooms_seen, ooms
+        oom = oom_killed or (header["exit_code"] != 0 and "MemoryError" in stderr[-2000:])
+        if header["timed_out"] or header["signal"] or oom or not self._server_alive():
+            self.needs_recycle = True
+        return ExecResult(
+            exit_code=int(header["exit_code"]),
+            stdout=stdout,
+            stderr=stderr,
+            timed_out=bool(header["timed_out"]),
+            oom=oom,
+            signal=header["signal"],
+            cpu_s=float(header["cpu_s"]),
+            wall_s=float(header["wall_s"]),
+            stdout_truncated=int(header["stdout_bytes"]) > n_out,
+            stderr_truncated=int(header["stderr_bytes"]) > len(body) - n_out,
+            error=None if self._server_alive() else "the fork-server died during the task",
+        )
+
+    def _limits(self, timeout: float) -> dict[str, int]:
+        return task_rlimits(self.spec, timeout)
+
+    def _server_alive(self) -> bool:
+        return self.alive
+
+    # ------------------------------------------------------------------ files
+    def write_file(self, path: str, data: str | bytes, mode: int = 0o644) -> None:
+        raw = data.encode() if isinstance(data, str) else data
+        self._checked({"op": "write", "path": path, "mode": mode}, raw)
+
+    def read_file(self, path: str, text: bool = True) -> Any:
+        """File contents as str (`text=True`, UTF-8 with replacement) or bytes."""
+        _, body = self._checked({"op": "read", "path": path})
+        return body.decode(errors="replace") if text else body
+
+    def list_files(self) -> list[str]:
+        """Regular files under the workspace, relative, sorted; symlinks are not listed."""
+        header, _ = self._checked({"op": "list"})
+        return list(header["files"])
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot(self) -> Snapshot:
+        _, body = self._checked({"op": "snapshot"})
+        return Snapshot(body)
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Make the workspace exactly `snapshot` (files not in it are removed)."""
+        self._checked({"op": "restore"}, snapshot.archive)
+
+    def set_baseline(self, snapshot: Snapshot | None) -> None:
+        """The workspace every `reset()` (and every restart) returns to; None = empty."""
+        self._baseline = snapshot
+        self._checked({"op": "baseline"}, snapshot.archive if snapshot else b"")
+
+    def reset(self, lazy: bool = False) -> int:
+        """Kill leftover processes, wipe workspace and /tmp, restore the baseline; returns kills.
+
+        `lazy=True` folds the reset into the next request instead of a round trip of
+        its own (what the pool does on release; a task's processes are already killed
+        when it ends, so only files wait). Returns 0 then.
+        """
+        if lazy and self.alive:
+            self._reset_pending = True
+            return 0
+        header, _ = self._checked({"op": "reset"})
+        return int(header.get("killed_leftovers", 0))
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot, spec: SandboxSpec | None = None, **kwargs: Any) -> Sandbox:  # fmt: skip
+        """A fresh sandbox whose workspace is `snapshot`."""
+        sandbox = cls(spec, **kwargs)
+        sandbox.restore(snapshot)
+        return sandbox
+
+
+def _descendants(root: int) -> list[int]:
+    children = children_map()
+    out, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        out.append(pid)
+        stack.extend(children.get(pid, []))
+    return out
+
+
+def _wait_gone(pids: list[int], timeout: float = 5.0) -> None:
+    """Wait until `pids` have exited (zombies awaiting their reaper count as gone)."""
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    line = f.read()
+            except OSError:
+                break
+            if line[line.rindex(b")") + 2 : line.rindex(b")") + 3] == b"Z":
+                break
+            time.sleep(0.002)
+
+
+def _make_removable(path: str) -> None:
+    """Tasks may leave read-only folders behind; make them deletable by us."""
+    for dirpath, dirnames, _ in os.walk(path):
+        for d in dirnames:
+            full = os.path.join(dirpath, d)
+            if not os.path.islink(full):
+                with contextlib.suppress(OSError):
+                    os.chmod(full, 0o700)

@@ -1,0 +1,145 @@
+"""`SandboxPool`: leases, cleanup between tasks, recycling, thread safety."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from posttrain.sandbox import SandboxError, SandboxSpec, Snapshot, layers
+from posttrain.sandbox.pool import SandboxPool
+
+pytestmark = pytest.mark.skipif(layers.best_mode() is None, reason="no isolation on this machine")
+SPEC = SandboxSpec(memory_mb=512, timeout_s=5)
+
+
+def test_lease_gives_a_clean_sandbox_each_time() -> None:
+    with SandboxPool(size=1, spec=SPEC) as pool:
+        with pool.lease() as sb:
+            sb.write_file("left.txt", "x")
+            sb.run_python("open('/tmp/left', 'w').write('x')")
+        with pool.lease() as sb:
+            assert sb.list_files() == []
+            assert sb.run_python("import os; print(os.listdir('/tmp'))").stdout == "[]\n"
+        assert pool.stats.resets == 2 and pool.stats.recycled == 0
+
+
+def test_background_process_does_not_survive_release() -> None:
+    with SandboxPool(size=1, spec=SPEC) as pool:
+        with pool.lease() as sb:
+            first = sb.server_pid
+            sb.exec("sleep 60 > /dev/null 2>&1 &")
+        with pool.lease() as sb:
+            assert sb.server_pid == first  # same warm sandbox, not recycled
+            procs = sb.run_python(
+                "import os; print([p for p in os.listdir('/proc') if p.isdigit()])"
+            )
+            assert len(eval(procs.stdout)) <= 3  # init, server, this task
+
+
+def test_timeout_recycles_the_sandbox() -> None:
+    with SandboxPool(size=1, spec=SPEC) as pool:
+        with pool.lease() as sb:
+            first = sb.name
+            assert sb.run_python("while True: pass", timeout=0.3).timed_out
+        with pool.lease() as sb:
+            assert sb.name != first and sb.run_python("print(1)").ok
+        assert pool.stats.recycled == 1 and pool.stats.started == 2
+
+
+def test_dead_fork_server_is_replaced() -> None:
+    with SandboxPool(size=1, spec=SPEC) as pool:
+        with pool.lease() as sb:
+            assert sb.run_python("import os; os.kill(os.getppid(), 9)").error
+        with pool.lease() as sb:
+            assert sb.run_python("print('ok')").stdout == "ok\n"
+        assert pool.stats.recycled == 1
+
+
+def test_sandbox_is_recycled_after_max_tasks() -> None:
+    with SandboxPool(size=1, spec=SPEC, max_tasks=3) as pool:
+        names = []
+        for _ in range(5):
+            with pool.lease() as sb:
+                sb.run_python("pass")
+                names.append(sb.name)
+        assert len(set(names[:3])) == 1 and names[3] != names[0]
+
+
+def test_baseline_is_restored_for_every_lease() -> None:
+    base = Snapshot.from_files({"repo/app.py": "X = 1\n"})
+    with SandboxPool(size=1, spec=SPEC, baseline=base) as pool:
+        with pool.lease() as sb:
+            assert sb.list_files() == ["repo/app.py"]
+            sb.write_file("repo/app.py", "X = 2\n")
+        with pool.lease() as sb:
+            assert sb.read_file("repo/app.py") == "X = 1\n"
+
+
+def test_leases_from_many_threads_never_share_a_sandbox() -> None:
+    with SandboxPool(size=2, spec=SPEC) as pool:
+        in_use: set[str] = set()
+        clashes: list[str] = []
+        lock = threading.Lock()
+
+        def worker() -> None:
+            for _ in range(10):
+                with pool.lease() as sb:
+                    with lock:
+                        if sb.name in in_use:
+                            clashes.append(sb.name)
+                        in_use.add(sb.name)
+                    assert sb.run_python("print(1)").stdout == "1\n"
+                    with lock:
+                        in_use.discard(sb.name)
+
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert clashes == [] and pool.stats.leases == 40
+
+
+def test_acquire_times_out_when_all_are_leased() -> None:
+    with (
+        SandboxPool(size=1, spec=SPEC) as pool,
+        pool.lease(),
+        pytest.raises(TimeoutError, match="no sandbox free"),
+    ):
+        pool.acquire(timeout=0.05)
+
+
+def test_closed_pool_refuses_leases() -> None:
+    pool = SandboxPool(size=1, spec=SPEC)
+    pool.close()
+    with pytest.raises(SandboxError, match="closed"):
+        pool.acquire()
+
+
+def test_bad_pool_arguments_are_named() -> None:
+    with pytest.raises(ValueError, match="size"):
+        SandboxPool(size=0)
+    with pytest.raises(ValueError, match="max_tasks"):
+        SandboxPool(size=1, max_tasks=0)
+
+
+def test_pool_pids_cover_every_sandbox_tree() -> None:
+    with SandboxPool(size=2, spec=SPEC) as pool:
+        pids = pool.pids
+        assert len(pids) >= 4  # at least launcher + server per sandbox
+    import os
+
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)
+
+
+def test_pool_from_run_config_uses_its_limits() -> None:
+    from posttrain.config import load_config
+
+    config = load_config(
+        None, ["sandbox.pool_size=1", "sandbox.memory_mb=300", "sandbox.max_tasks=2"]
+    )
+    with SandboxPool.from_config(config.sandbox.model_dump()) as pool:
+        assert pool.size == 1 and pool.max_tasks == 2 and pool.spec.memory_mb == 300
+        with pool.lease() as sb:
+            assert sb.run_python("x = bytearray(400 * 1024**2)").oom

@@ -1,0 +1,66 @@
+"""`PythonSession`: persistent interpreter state and fork snapshots inside a sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from posttrain.sandbox import Sandbox, SandboxError, SandboxSpec, layers
+from posttrain.sandbox.session import PythonSession
+
+pytestmark = pytest.mark.skipif(layers.best_mode() is None, reason="no isolation on this machine")
+
+
+@pytest.fixture
+def session() -> Iterator[PythonSession]:
+    with Sandbox(SandboxSpec(memory_mb=512, timeout_s=5)) as sb, PythonSession(sb) as s:
+        yield s
+
+
+def test_state_persists_across_calls(session: PythonSession) -> None:
+    assert session.run("x = [1, 2]").ok
+    assert session.run("x.append(3); print(sum(x))").stdout == "6\n"
+
+
+def test_errors_are_reported_and_state_survives(session: PythonSession) -> None:
+    session.run("y = 5")
+    result = session.run("1 / 0")
+    assert not result.ok and "ZeroDivisionError" in result.stderr
+    assert session.run("print(y)").stdout == "5\n"
+
+
+def test_restore_brings_back_the_snapshot_state_repeatedly(session: PythonSession) -> None:
+    session.run("db = {'a': 1}")
+    snap = session.snapshot()
+    session.run("db['a'] = 99; db['b'] = 2")
+    session.restore(snap)
+    assert session.run("print(db)").stdout == "{'a': 1}\n"
+    session.run("db.clear()")
+    session.restore(snap)
+    assert session.run("print(db)").stdout == "{'a': 1}\n"
+
+
+def test_hung_call_times_out_and_restore_recovers(session: PythonSession) -> None:
+    session.run("v = 'kept'")
+    snap = session.snapshot()
+    result = session.run("while True: pass", timeout=0.3)
+    assert result.timed_out and not result.ok
+    assert session.run("print(v)").error is not None
+    session.restore(snap)
+    assert session.run("print(v)").stdout == "kept\n"
+
+
+def test_unknown_snapshot_is_an_error(session: PythonSession) -> None:
+    with pytest.raises(SandboxError, match="unknown session snapshot"):
+        session.restore(42)
+
+
+def test_session_survives_tasks_but_not_reset() -> None:
+    with Sandbox(SandboxSpec(timeout_s=5)) as sb:
+        session = PythonSession(sb)
+        session.run("z = 1")
+        assert sb.run_python("print('task')").ok
+        assert session.run("print(z)").stdout == "1\n"
+        sb.reset()
+        assert session.run("print(z)").error == "no session is open"
