@@ -6,16 +6,29 @@ layers this machine offers. What is and is not isolated: see `sandbox.py`.
 """
 
 from posttrain.sandbox.layers import Layer, active_layers, doctor
-from posttrain.sandbox.results import ExecResult, SandboxSpec, Snapshot
-from posttrain.sandbox.sandbox import Sandbox, SandboxError, SandboxUnavailable
+from posttrain.sandbox.pool import SandboxPool
+from posttrain.sandbox.results import (
+    ExecResult,
+    SandboxCleanupError,
+    SandboxError,
+    SandboxSpec,
+    SandboxUnavailable,
+    Snapshot,
+)
+from posttrain.sandbox.sandbox import Sandbox
+from posttrain.sandbox.session import PythonSession, SessionResult
 
 __all__ = [
     "ExecResult",
     "Layer",
+    "PythonSession",
     "Sandbox",
+    "SandboxCleanupError",
     "SandboxError",
+    "SandboxPool",
     "SandboxSpec",
     "SandboxUnavailable",
+    "SessionResult",
     "Snapshot",
     "active_layers",
     "doctor",

@@ -17,13 +17,10 @@ import time
 from pathlib import Path
 
 from posttrain.sandbox.layers import cgroup_v1_root
+from posttrain.sandbox.results import SandboxCleanupError
 
 
-class SandboxCleanupError(RuntimeError):
-    """A sandbox's cgroup could not be removed (its processes would not die)."""
-
-
-class CgroupGroup:
+class SandboxCgroups:
     """The cgroups of one sandbox; `close()` removes them once their processes are gone."""
 
     def __init__(self, name: str, *, memory_bytes: int, max_pids: int, cpu_cores: float) -> None:

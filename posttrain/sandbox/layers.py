@@ -5,11 +5,15 @@ command that starts a sandbox's fork-server under the strongest mode available:
 
 - ``bwrap``: bubblewrap started under the unprivileged ``nobody`` uid (via setpriv),
   new user/pid/net/ipc/uts/mount namespaces, read-only ``/usr`` and the Python
-  packages, private size-limited tmpfs for ``/workspace`` and ``/tmp``, empty
-  environment, ``--die-with-parent --new-session --cap-drop ALL --disable-userns``.
-- ``unshare``: the fallback without bubblewrap: namespaces via util-linux `unshare`,
-  uid drop, rlimits and seccomp; the host filesystem stays visible read-only to the
-  ``nobody`` uid (world-readable files are *not* hidden), the workspace is a host folder.
+  packages, private size-limited tmpfs for ``/workspace``, ``/tmp`` and ``/dev/shm``,
+  everything else remounted read-only, empty environment,
+  ``--die-with-parent --new-session --cap-drop ALL --disable-userns``.
+- ``unshare``: the fallback without bubblewrap, chosen automatically only as root:
+  util-linux `unshare` namespaces with the ``nobody`` uid outside and inside (no
+  capabilities), rlimits, seccomp, cgroups. Weaker: the host filesystem stays visible
+  to ``nobody`` — world-readable files are readable, world-writable folders (the
+  host's ``/tmp``, ``/var/tmp``, ``/dev/shm``) writable and never wiped; the workspace
+  and ``TMPDIR`` are private host folders.
 - ``none``: trusted code only, by explicit request: a plain subprocess.
 
 Seccomp (a deny-list compiled once by libseccomp through `pyseccomp`), rlimits and
@@ -47,6 +51,8 @@ DENIED_SYSCALLS = (
     "io_uring_register", "quotactl", "syslog", "lookup_dcookie", "iopl", "ioperm",
     "vhangup", "mount_setattr", "pidfd_getfd", "mq_open", "mq_unlink",
 )  # fmt: skip
+PID_TARGETED = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
+                "sched_setattr", "ioprio_set")  # fmt: skip
 TIOCSTI = 0x5412
 CLONE_NEWUSER = 0x10000000
 
@@ -104,8 +110,10 @@ def unshare_status() -> tuple[bool, str]:
     return ok, f"{path} works under uid {NOBODY}" if ok else f"unshare fails here: {why}"
 
 
-UNSHARE_FLAGS = ["--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--net",
-                 "--ipc", "--uts", "--mount", "--kill-child"]  # fmt: skip
+# Mapped to `nobody` inside too (not --map-root-user): the server and its tasks hold no
+# capability in their user namespace, so they cannot lift the server's non-dumpable guard.
+UNSHARE_FLAGS = [f"--map-user={NOBODY}", f"--map-group={NOBODY}", "--pid", "--fork",
+                 "--mount-proc", "--net", "--ipc", "--uts", "--mount", "--kill-child"]  # fmt: skip
 
 
 @functools.cache
@@ -124,14 +132,35 @@ def seccomp_program() -> bytes | None:
     f.add_rule(eperm, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, TIOCSTI))
     f.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER))
     f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")  # flags live in memory BPF cannot read
-    read_fd, write_fd = os.pipe()
+    # Tasks share the server's uid: they may change their own limits, priority and CPUs
+    # (pid 0), never another process's — the server's, which later tasks inherit.
+    for name in PID_TARGETED:
+        f.add_rule(eperm, name, sc.Arg(0, sc.NE, 0))
+    f.add_rule(eperm, "setpriority", sc.Arg(0, sc.NE, 0))  # PRIO_PGRP / PRIO_USER
+    f.add_rule(eperm, "setpriority", sc.Arg(1, sc.NE, 0))
+    memfd = os.memfd_create("posttrain-bpf", 0)
     try:
-        with os.fdopen(write_fd, "wb") as w:
+        with os.fdopen(os.dup(memfd), "wb") as w:
             f.export_bpf(w)
-        with os.fdopen(read_fd, "rb") as r:
-            return r.read()
+        return os.pread(memfd, os.fstat(memfd).st_size, 0)
     except OSError:
         return None
+    finally:
+        os.close(memfd)
+
+
+def seccomp_rule_count() -> int:
+    """How many deny rules the compiled program carries (names this kernel lacks excluded)."""
+    try:
+        import pyseccomp as sc
+    except (ImportError, RuntimeError):
+        return 0
+    known = 0
+    for name in DENIED_SYSCALLS:
+        with contextlib.suppress(Exception):
+            sc.resolve_syscall(sc.system_arch(), name)
+            known += 1
+    return known + 4 + len(PID_TARGETED) + 2
 
 
 def cgroup_v1_root(controller: str) -> Path | None:
@@ -181,7 +210,7 @@ def doctor() -> list[Layer]:
               f"tasks run as uid {NOBODY} on the host" if os.geteuid() == 0
               else f"already unprivileged (uid {os.geteuid()})"),
         Layer("seccomp", seccomp_program() is not None,
-              f"deny-list of {len(DENIED_SYSCALLS) + 4} rules via libseccomp" if seccomp_program()
+              f"deny-list of {seccomp_rule_count()} rules via libseccomp" if seccomp_program()
               else "pyseccomp or libseccomp2 missing: no syscall filter"),
         Layer("rlimits", True, "address space, CPU, file size, open files, processes, no core"),
     ]  # fmt: skip
@@ -199,9 +228,11 @@ def active_layers() -> list[str]:
 
 
 def best_mode() -> str | None:
+    """bwrap, else unshare — but only as root, where tasks can be dropped to `nobody`;
+    unprivileged, the fallback would run tasks as the host user (ask for it by name)."""
     if bwrap_status()[0] and sandbox_python() is not None:
         return "bwrap"
-    if unshare_status()[0]:
+    if unshare_status()[0] and os.geteuid() == 0:
         return "unshare"
     return None
 

@@ -4,10 +4,12 @@
     with pool.lease() as sb:
         result = sb.run_python(code, timeout=5)
 
-On release every sandbox is reset (the task's leftover processes killed, workspace
-and /tmp wiped, the baseline restored). It is replaced by a fresh one instead after
-`max_tasks` tasks, after any timeout, signal, out-of-memory or infrastructure
-failure, when its fork-server died, or when the reset itself fails. Thread-safe:
+A task's leftover processes die when it ends. On release the sandbox is reset — its
+workspace, /tmp and /dev/shm wiped, IPC objects removed, the baseline restored — as
+part of the next lease's first call (or at once when a python session was opened).
+It is restarted fresh instead after `max_tasks` tasks, after any timeout, signal,
+out-of-memory or infrastructure failure, when its fork-server died, or when a reset
+fails (the next call then restarts it and repeats itself). Thread-safe:
 many threads may lease at once; each sandbox serves one lease at a time.
 """
 
@@ -52,7 +54,7 @@ class SandboxPool:
         self.max_tasks = max_tasks
         self.baseline = baseline
         self.stats = PoolStats()
-        self._idle: queue.Queue[Sandbox] = queue.Queue()
+        self._idle: queue.Queue[Sandbox | None] = queue.Queue()
         self._all: set[Sandbox] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -64,9 +66,9 @@ class SandboxPool:
             raise
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> SandboxPool:
-        """A pool from the run config's `sandbox` section (`RunConfig.sandbox.model_dump()`)."""
-        fields = dict(config)
+    def from_config(cls, config: Mapping[str, Any] | Any) -> SandboxPool:
+        """A pool from the run config's `sandbox` section (`RunConfig.sandbox`, or its dump)."""
+        fields = dict(config.model_dump() if hasattr(config, "model_dump") else config)
         size, max_tasks = int(fields.pop("pool_size", 2)), int(fields.pop("max_tasks", 1000))
         fields["preload"] = tuple(fields.get("preload", ()))
         return cls(size=size, spec=SandboxSpec(**fields), max_tasks=max_tasks)
@@ -97,28 +99,38 @@ class SandboxPool:
             sandbox = self._idle.get(timeout=timeout)
         except queue.Empty:
             raise TimeoutError(f"no sandbox free within {timeout} s") from None
+        if sandbox is None:  # close() woke us
+            self._idle.put(None)
+            raise SandboxError("the sandbox pool is closed")
         with self._lock:
             self.stats.leases += 1
         return sandbox
 
     def release(self, sandbox: Sandbox) -> None:
-        if self._closed:
+        with self._lock:
+            closed = self._closed
+        if closed:
             sandbox.close()
             return
         healthy = sandbox.alive and not sandbox.needs_recycle and sandbox.tasks_run < self.max_tasks
         if healthy:
             try:
-                sandbox.reset(lazy=True)
+                # Lazy (folded into the next lease's first call) unless a session's processes
+                # would keep running meanwhile.
+                sandbox.reset(lazy=not sandbox.session_open)
                 with self._lock:
                     self.stats.resets += 1
             except SandboxError:
                 healthy = False
         if not healthy:
-            sandbox.close()
             with self._lock:
-                self._all.discard(sandbox)
                 self.stats.recycled += 1
-            sandbox = self._new()
+            try:
+                sandbox.restart()  # a fresh sandbox in the same slot, baseline included
+                with self._lock:
+                    self.stats.started += 1
+            except SandboxError:
+                pass  # kept in the pool all the same: its next call starts it or reports why
         self._idle.put(sandbox)
 
     @property
@@ -129,12 +141,13 @@ class SandboxPool:
         return [pid for sandbox in sandboxes for pid in sandbox.pids]
 
     def close(self) -> None:
-        self._closed = True
         with self._lock:
+            self._closed = True
             sandboxes = list(self._all)
             self._all.clear()
         for sandbox in sandboxes:
             sandbox.close()
+        self._idle.put(None)  # wakes every thread blocked in acquire(), one after another
 
     def __enter__(self) -> SandboxPool:
         return self

@@ -1,12 +1,14 @@
-"""What a sandbox hands back: `ExecResult`, workspace `Snapshot`s, and the `SandboxSpec`."""
+"""What a sandbox hands back and how it fails: `ExecResult`, workspace `Snapshot`s, the
+`SandboxSpec` of limits, and the `SandboxError` family."""
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import io
 import math
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 
@@ -19,7 +21,7 @@ class SandboxSpec:
     max_processes: int = 64  # RLIMIT_NPROC per task; cgroup pids.max per sandbox
     max_open_files: int = 256
     max_file_mb: int = 64  # largest file a task may write
-    tmpfs_mb: int = 256  # size of the private /workspace and of /tmp (bwrap mode)
+    tmpfs_mb: int = 256  # size of each private tmpfs: /workspace, /tmp, /dev/shm (bwrap mode)
     output_cap: int = 65536  # bytes kept of stdout and of stderr each
     cpu_cores: float = 1.0  # cgroup cpu quota per sandbox
     timeout_s: float = 10.0  # default wall clock per task
@@ -38,6 +40,19 @@ class SandboxSpec:
             raise ValueError("sandbox timeout_s and cpu_cores must be positive, output_cap ≥ 0")
 
 
+class SandboxError(RuntimeError):
+    """The sandbox could not do what was asked: it died, refused a request, or a server-side
+    operation failed (the message names which)."""
+
+
+class SandboxUnavailable(SandboxError):
+    """No isolation of the requested kind can run on this machine."""
+
+
+class SandboxCleanupError(SandboxError):
+    """A sandbox's cgroup could not be removed (its processes would not die)."""
+
+
 def task_rlimits(spec: SandboxSpec, timeout: float) -> dict[str, int]:
     """The rlimits every task runs under (address space, CPU, file size, fds, processes, core)."""
     return {
@@ -54,7 +69,7 @@ def task_rlimits(spec: SandboxSpec, timeout: float) -> dict[str, int]:
 class ExecResult:
     """One execution. Limits hit and infrastructure failures are fields, never exceptions."""
 
-    exit_code: int  # negative signal number when killed by a signal
+    exit_code: int  # negative signal number when killed by a signal; -1 with `error` set
     stdout: str = ""
     stderr: str = ""
     timed_out: bool = False
@@ -73,7 +88,8 @@ class ExecResult:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A workspace's files as a tar archive: restored exactly, or opened in a fresh sandbox."""
+    """A workspace as a tar archive (files, folders, symlinks, modes; hard links as copies):
+    restored exactly, or opened in a fresh sandbox."""
 
     archive: bytes
     digest: str = field(default="")
@@ -93,22 +109,37 @@ class Snapshot:
                     out[member.name] = handle.read()
         return out
 
-    def with_files(self, files: Mapping[str, bytes | str]) -> Snapshot:
-        """This snapshot with `files` written over it (pristine tests for a verifier)."""
-        return Snapshot.from_files({**self._members_as_files(), **files})
-
-    def _members_as_files(self) -> dict[str, bytes | str]:
-        return dict(self.files())
+    def with_files(self, files: Mapping[str, bytes | str], drop: Iterable[str] = ()) -> Snapshot:
+        """This snapshot with `files` written over it and paths matching a `drop` glob removed
+        (a verifier's pristine tests, and no agent `conftest.py`); every other member —
+        folders, symlinks, modes — is kept as it was."""
+        patterns = tuple(drop)
+        buf = io.BytesIO()
+        with (
+            tarfile.open(fileobj=io.BytesIO(self.archive), mode="r") as old,
+            tarfile.open(fileobj=buf, mode="w") as new,
+        ):
+            for member in old.getmembers():
+                dropped = any(fnmatch.fnmatch(member.name, p) for p in patterns)
+                if member.name in files or dropped:
+                    continue
+                new.addfile(member, old.extractfile(member) if member.isfile() else None)
+            for name in sorted(files):
+                _add_file(new, name, files[name])
+        return Snapshot(buf.getvalue())
 
     @classmethod
     def from_files(cls, files: Mapping[str, bytes | str]) -> Snapshot:
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             for name in sorted(files):
-                data = files[name]
-                raw = data.encode() if isinstance(data, str) else data
-                info = tarfile.TarInfo(name)
-                info.size = len(raw)
-                info.mode = 0o755 if raw.startswith(b"#!") else 0o644
-                tar.addfile(info, io.BytesIO(raw))
+                _add_file(tar, name, files[name])
         return cls(buf.getvalue())
+
+
+def _add_file(tar: tarfile.TarFile, name: str, data: bytes | str) -> None:
+    raw = data.encode() if isinstance(data, str) else data
+    info = tarfile.TarInfo(name)
+    info.size = len(raw)
+    info.mode = 0o755 if raw.startswith(b"#!") else 0o644  # scripts stay runnable
+    tar.addfile(info, io.BytesIO(raw))

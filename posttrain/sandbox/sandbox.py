@@ -4,14 +4,17 @@
         sb.write_file("test_x.py", "def test_x(): assert 1 + 1 == 2")
         result = sb.exec(["python3", "-m", "pytest", "-q"], timeout=20)
         snap = sb.snapshot()
-    with Sandbox.from_snapshot(snap.with_files({"test_x.py": pristine})) as judge: ...
+    judged = snap.with_files({"test_x.py": pristine}, drop=["conftest.py", "pytest.ini"])
+    with Sandbox.from_snapshot(judged) as judge:  # -P: the workspace cannot shadow pytest
+        judge.exec(["python3", "-P", "-m", "pytest", "-q", "--noconftest", "test_x.py"])
 
 What is isolated (bwrap mode): the host filesystem except read-only `/usr` and the
-Python packages; host processes, network, IPC and hostname (own namespaces, no
+Python packages (all else read-only too, but the wiped /workspace, /tmp, /dev/shm); host processes, network, IPC and hostname (own namespaces, no
 network devices but loopback); the host uid (tasks are `nobody` on the host, with no
 capabilities and no nested user namespaces); other sandboxes. Each task gets rlimits
 (address space, CPU, file size, open files, processes, no core file), the seccomp
-deny-list of `layers.DENIED_SYSCALLS` (plus non-UNIX sockets, TIOCSTI, CLONE_NEWUSER),
+deny-list of `layers.DENIED_SYSCALLS` (plus non-UNIX sockets, TIOCSTI, CLONE_NEWUSER,
+and changing another process's rlimits, priority or CPUs),
 a wall clock after which its whole process tree is killed, and an empty environment.
 
 What is NOT guaranteed: protection from kernel exploits (this is namespaces and
@@ -20,15 +23,17 @@ bandwidth and disk-cache contention; tmpfs inode counts beyond the cgroup memory
 secrecy between tasks that share one pooled sandbox: each task is forked from the same
 fork-server, so freed remnants of requests it handled earlier (code, stdin, files
 written through the API) may sit in the memory a task inherits — judge hidden tests in
-a fresh `Sandbox.from_snapshot(...)` (as verifiers do), or use `max_tasks=1`; in
-`unshare` mode, world-readable host files stay readable; in `none` mode nothing at all.
+a fresh `Sandbox.from_snapshot(...)` (as verifiers do), or use `max_tasks=1`; a
+task may kill or stop its own fork-server (reported, and the sandbox is restarted);
+in `unshare` mode, world-readable host files stay readable and world-writable host
+folders writable; in `none` mode nothing at all.
 
 Errors: constructing raises `SandboxUnavailable` when the asked-for isolation cannot
 run here. `exec`/`run_python` never raise for task behaviour: limits and failures are
 `ExecResult` fields (`error` set when the sandbox itself died; it then restarts on the
 next call). File methods raise `ValueError` for paths that leave the workspace or go
 through a symlink, `FileNotFoundError` for missing files, `SandboxError` when the
-sandbox is gone.
+sandbox failed or the operation failed inside it (the message says which).
 """
 
 from __future__ import annotations
@@ -42,25 +47,26 @@ import tempfile
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 from posttrain.sandbox import layers
-from posttrain.sandbox.cgroups import CgroupGroup
+from posttrain.sandbox.cgroups import SandboxCgroups
 from posttrain.sandbox.inside.framing import recv_frame, send_frame
 from posttrain.sandbox.inside.tasks import children_map
-from posttrain.sandbox.results import ExecResult, SandboxSpec, Snapshot, task_rlimits
+from posttrain.sandbox.results import (
+    ExecResult,
+    SandboxCleanupError,
+    SandboxError,
+    SandboxSpec,
+    SandboxUnavailable,
+    Snapshot,
+    task_rlimits,
+)
 
 WORKSPACE = "/workspace"
 SANDBOX_TMP = "/tmp"
 _GRACE_S = 5.0  # how long past a task's timeout the host waits for the server's reply
-
-
-class SandboxError(RuntimeError):
-    """The sandbox could not do what was asked (it died, or refused a request)."""
-
-
-class SandboxUnavailable(SandboxError):
-    """No isolation of the requested kind can run on this machine."""
+_RESET_TIMEOUT_S = 60.0  # a lazy reset before a request: wiping a huge tree, timed on its own
 
 
 class Sandbox:
@@ -82,24 +88,34 @@ class Sandbox:
         if mode == "unshare" and not layers.unshare_status()[0]:
             raise SandboxUnavailable(f"unshare isolation unavailable: {layers.unshare_status()[1]}")
         self.mode = mode
-        self.name = uuid.uuid4().hex[:12]
+        self.name = ""
         self.tasks_run = 0
         self.needs_recycle = False  # a task timed out, was killed, ran out of memory or crashed us
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._host_dir: tempfile.TemporaryDirectory[str] | None = None
-        self._cgroups: CgroupGroup | None = None
+        self._cgroups: SandboxCgroups | None = None
         self._baseline: Snapshot | None = None
         self.server_pid = 0
         self._closed = False
         self._reset_pending = False
         self._ooms_seen = 0
+        self.session_open = False  # a PythonSession lives in the server (the pool resets eagerly)
         self._start()
 
     # ------------------------------------------------------------------ lifecycle
     def _start(self) -> None:
+        try:
+            self._launch()
+        except BaseException:
+            self._kill()  # no socket, cgroup or temp folder outlives a failed start
+            raise
+
+    def _launch(self) -> None:
         spec = self.spec
+        self.name = uuid.uuid4().hex[:12]  # a restarted sandbox is a new one: new cgroups
         ours, theirs = socket.socketpair()
+        self._sock = ours
         pass_fds = [theirs.fileno()]
         seccomp_fd = -1
         program = layers.seccomp_program() if self.mode != "none" else None
@@ -129,9 +145,9 @@ class Sandbox:
             tmpfs_bytes=spec.tmpfs_mb << 20, host_dir=self._host_dir.name if self._host_dir else "",
         )  # fmt: skip
         if self.mode != "none":
-            self._cgroups = CgroupGroup(
+            self._cgroups = SandboxCgroups(
                 self.name,
-                memory_bytes=(spec.memory_mb << 20) + (2 * spec.tmpfs_mb << 20) + (64 << 20),
+                memory_bytes=(spec.memory_mb << 20) + (3 * spec.tmpfs_mb << 20) + (64 << 20),
                 max_pids=spec.max_processes + 16,
                 cpu_cores=spec.cpu_cores,
             )
@@ -146,16 +162,16 @@ class Sandbox:
             theirs.close()
             if seccomp_fd >= 0:
                 os.close(seccomp_fd)
-        self._sock = ours
         ours.settimeout(spec.start_timeout_s)
         try:
             hello, _ = recv_frame(ours)
-        except (EOFError, OSError) as exc:
+            self.server_pid = int(hello["pid"])
+            self.session_open = False
+        except (EOFError, OSError, KeyError, ValueError) as exc:
             stderr = self._kill()
             raise SandboxUnavailable(
                 f"sandbox ({self.mode}) failed to start: {exc}; {stderr.strip()[-500:]}"
             ) from None
-        self.server_pid = int(hello["pid"])
         self._reset_pending = False
         self._ooms_seen = 0
         if self._baseline is not None:
@@ -188,7 +204,8 @@ class Sandbox:
             self._proc = None
             _wait_gone(tree[1:])
         if self._cgroups is not None:
-            self._cgroups.close()
+            with contextlib.suppress(SandboxCleanupError):  # its processes got SIGKILL; go on
+                self._cgroups.close()
             self._cgroups = None
         if self._host_dir is not None:
             _make_removable(self._host_dir.name)
@@ -236,25 +253,29 @@ class Sandbox:
         if not self.alive:
             self.restart()  # it died (a task killed it, or it was OOM-killed): start afresh
         assert self._sock is not None
-        self._sock.settimeout(timeout)
-        if self._reset_pending:
+        reset_first, self._reset_pending = self._reset_pending, False
+        if reset_first:
             req = {**req, "reset_first": True}
-            self._reset_pending = False
         try:
             send_frame(self._sock, req, payload)
-            header, body = recv_frame(self._sock)
-            if header.get("reset_failed"):  # the cleanup before this call failed: start afresh
-                self.restart()
-                assert self._sock is not None
-                send_frame(
-                    self._sock, {k: v for k, v in req.items() if k != "reset_first"}, payload
-                )
-                header, body = recv_frame(self._sock)
-            return header, body
+            if reset_first:  # the previous lease's cleanup runs first, on a clock of its own
+                self._sock.settimeout(_RESET_TIMEOUT_S)
+                done, _ = recv_frame(self._sock)
+                if done.get("reset_failed"):  # start afresh, then send the request again
+                    self.restart()
+                    assert self._sock is not None
+                    send_frame(
+                        self._sock, {k: v for k, v in req.items() if k != "reset_first"}, payload
+                    )
+            self._sock.settimeout(timeout)
+            return recv_frame(self._sock)
         except (EOFError, OSError) as exc:
             why = "unresponsive" if isinstance(exc, TimeoutError) else f"gone ({exc})"
             self._kill()
             raise SandboxError(f"sandbox {why} during {req['op']!r}") from None
+        except BaseException:  # interrupted mid-exchange: a stale reply must never be read later
+            self._kill()
+            raise
 
     def _checked(self, req: dict[str, Any], payload: bytes = b"") -> tuple[dict[str, Any], bytes]:
         header, body = self._call(req, payload)
@@ -318,7 +339,13 @@ class Sandbox:
             ooms = self._cgroups.oom_kills()
             oom_killed, self._ooms_seen = ooms > self._ooms_seen, ooms
         oom = oom_killed or (header["exit_code"] != 0 and "MemoryError" in stderr[-2000:])
-        if header["timed_out"] or header["signal"] or oom or not self._server_alive():
+        if (
+            header["timed_out"]
+            or header["signal"]
+            or oom
+            or header.get("leftovers")
+            or not self.alive
+        ):
             self.needs_recycle = True
         return ExecResult(
             exit_code=int(header["exit_code"]),
@@ -331,22 +358,28 @@ class Sandbox:
             wall_s=float(header["wall_s"]),
             stdout_truncated=int(header["stdout_bytes"]) > n_out,
             stderr_truncated=int(header["stderr_bytes"]) > len(body) - n_out,
-            error=None if self._server_alive() else "the fork-server died during the task",
+            error=None if self.alive else "the fork-server died during the task",
         )
 
     def _limits(self, timeout: float) -> dict[str, int]:
         return task_rlimits(self.spec, timeout)
 
-    def _server_alive(self) -> bool:
-        return self.alive
-
     # ------------------------------------------------------------------ files
     def write_file(self, path: str, data: str | bytes, mode: int = 0o644) -> None:
+        """Write `data` at `path` (relative, parents made). Raises ValueError for a path that
+        leaves the workspace or goes through a symlink, SandboxError if the write fails."""
         raw = data.encode() if isinstance(data, str) else data
         self._checked({"op": "write", "path": path, "mode": mode}, raw)
 
-    def read_file(self, path: str, text: bool = True) -> Any:
-        """File contents as str (`text=True`, UTF-8 with replacement) or bytes."""
+    @overload
+    def read_file(self, path: str, text: Literal[True] = ...) -> str: ...
+    @overload
+    def read_file(self, path: str, text: Literal[False]) -> bytes: ...
+
+    def read_file(self, path: str, text: bool = True) -> str | bytes:
+        """File contents as str (`text=True`, UTF-8 with replacement) or bytes. Raises
+        FileNotFoundError, ValueError (outside the workspace, a symlink, not a regular
+        file), SandboxError (the sandbox failed)."""
         _, body = self._checked({"op": "read", "path": path})
         return body.decode(errors="replace") if text else body
 
@@ -357,6 +390,7 @@ class Sandbox:
 
     # ------------------------------------------------------------------ snapshots
     def snapshot(self) -> Snapshot:
+        """The workspace's files, folders, symlinks and modes (hard links become copies)."""
         _, body = self._checked({"op": "snapshot"})
         return Snapshot(body)
 
@@ -380,13 +414,18 @@ class Sandbox:
             self._reset_pending = True
             return 0
         header, _ = self._checked({"op": "reset"})
+        self.session_open = False
         return int(header.get("killed_leftovers", 0))
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot, spec: SandboxSpec | None = None, **kwargs: Any) -> Sandbox:  # fmt: skip
         """A fresh sandbox whose workspace is `snapshot`."""
         sandbox = cls(spec, **kwargs)
-        sandbox.restore(snapshot)
+        try:
+            sandbox.restore(snapshot)
+        except BaseException:
+            sandbox.close()
+            raise
         return sandbox
 
 

@@ -8,8 +8,9 @@
 
 Tool state for agent domains lives here (a REPL, a simulated database). Snapshots
 are frozen forks kept inside the sandbox; they die with the session, and a pool
-`reset()` closes the session. Output is what the code prints through `sys.stdout`
-/ `sys.stderr` (last 64 KiB each); subprocess output is not captured.
+release (an eager reset while a session is open) closes it. Output is what the code
+prints through `sys.stdout` / `sys.stderr` (the last 64 KiB of each); subprocess
+output is not captured. A dead sandbox is a `SessionResult.error`, not an exception.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class PythonSession:
         limits = sandbox._limits(sandbox.spec.timeout_s)
         limits.pop("cpu")  # a session lives across many calls; wall clocks bound each call
         self._call({"op": "session_open", "limits": limits})
+        sandbox.session_open = True
 
     def _call(self, req: dict[str, object], timeout: float = 30.0) -> dict[str, object]:
         header, _ = self.sandbox._call(req, timeout=timeout + 5.0)
@@ -43,7 +45,10 @@ class PythonSession:
 
     def run(self, code: str, timeout: float | None = None) -> SessionResult:
         timeout = self.sandbox.spec.timeout_s if timeout is None else timeout
-        reply = self._call({"op": "session_run", "code": code, "timeout": timeout}, timeout)
+        try:
+            reply = self._call({"op": "session_run", "code": code, "timeout": timeout}, timeout)
+        except SandboxError as exc:  # the sandbox itself died: a field, as for tasks
+            return SessionResult(ok=False, error=str(exc))
         return SessionResult(
             ok=bool(reply.get("ok")),
             stdout=str(reply.get("stdout", "")),
@@ -67,6 +72,7 @@ class PythonSession:
     def close(self) -> None:
         if self.sandbox.alive:
             self._call({"op": "session_close"})
+        self.sandbox.session_open = False
 
     def __enter__(self) -> PythonSession:
         return self

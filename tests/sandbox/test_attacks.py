@@ -944,6 +944,50 @@ def test_kernel_attack_surface_syscall_is_denied(pool: SandboxPool, name: str) -
     assert run_attack(pool, attack).stdout == "-1 EPERM\n"
 
 
+SERVER_SETTINGS = {
+    "rlimit": "import resource; resource.prlimit(ppid, resource.RLIMIT_NOFILE, (4, 4))",
+    "nice": "os.setpriority(os.PRIO_PROCESS, ppid, 19)",
+    "nice_all_of_uid": "os.setpriority(os.PRIO_USER, 0, 19)",
+    "affinity": "os.sched_setaffinity(ppid, {0})",
+    "scheduler": "os.sched_setscheduler(ppid, os.SCHED_IDLE, os.sched_param(0))",
+}
+
+
+@pytest.mark.parametrize("setting", sorted(SERVER_SETTINGS))
+def test_task_cannot_change_the_fork_servers_settings(pool: SandboxPool, setting: str) -> None:
+    attack = f"""
+    import os
+    ppid = os.getppid()
+    try:
+        {SERVER_SETTINGS[setting]}
+        print("CHANGED")
+    except OSError as exc:
+        print("denied", exc.errno)
+    """
+    assert run_attack(pool, attack).stdout.startswith("denied")
+
+
+def test_task_may_still_lower_its_own_limits_and_priority(pool: SandboxPool) -> None:
+    own = """
+    import os, resource
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    os.setpriority(os.PRIO_PROCESS, 0, 5)
+    os.sched_setaffinity(0, {0})
+    print(resource.getrlimit(resource.RLIMIT_NOFILE)[0], os.getpriority(os.PRIO_PROCESS, 0))
+    """
+    assert run_attack(pool, own).stdout == "64 5\n"
+
+
+def test_locked_files_are_still_snapshotted_and_read(fresh_pool: SandboxPool) -> None:
+    attack = "import os\nopen('secret.txt', 'w').write('answer')\nos.chmod('secret.txt', 0)"
+
+    def read_back(sb: Sandbox, result: ExecResult) -> None:
+        assert sb.read_file("secret.txt") == "answer"
+        assert sb.snapshot().files() == {"secret.txt": b"answer"}
+
+    run_attack(fresh_pool, attack, inspect=read_back)
+
+
 @pytest.mark.skipif(not X86_64, reason="x86 machine code")
 @pytest.mark.parametrize("abi", ["x32", "i386"])
 def test_foreign_syscall_abi_cannot_bypass_seccomp(pool: SandboxPool, abi: str) -> None:

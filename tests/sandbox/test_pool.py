@@ -143,3 +143,39 @@ def test_pool_from_run_config_uses_its_limits() -> None:
         assert pool.size == 1 and pool.max_tasks == 2 and pool.spec.memory_mb == 300
         with pool.lease() as sb:
             assert sb.run_python("x = bytearray(400 * 1024**2)").oom
+
+
+def test_close_wakes_threads_waiting_for_a_sandbox() -> None:
+    pool = SandboxPool(size=1, spec=SPEC)
+    errors: list[BaseException] = []
+    held = pool.acquire()
+
+    def waiter() -> None:
+        try:
+            pool.acquire()
+        except SandboxError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    pool.close()
+    thread.join(timeout=5)
+    assert not thread.is_alive() and len(errors) == 1
+    pool.release(held)
+    assert not held.alive
+
+
+def test_a_sandbox_that_fails_to_restart_stays_in_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    from posttrain.sandbox import SandboxUnavailable
+    from posttrain.sandbox.sandbox import Sandbox
+
+    with SandboxPool(size=1, spec=SPEC) as pool:
+        real_start = Sandbox._start
+        with pool.lease() as sb:
+            sb.run_python("while True: pass", timeout=0.3)
+            monkeypatch.setattr(
+                Sandbox, "_start", lambda self: (_ for _ in ()).throw(SandboxUnavailable("no"))
+            )
+        monkeypatch.setattr(Sandbox, "_start", real_start)
+        with pool.lease(timeout=1) as sb:  # not lost: its next call starts it
+            assert sb.run_python("print('back')").stdout == "back\n"

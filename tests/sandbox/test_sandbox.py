@@ -232,3 +232,36 @@ def test_killed_sandbox_restarts_on_next_call(sb: Sandbox) -> None:
     assert not sb.alive
     sb.write_file("x", "1")
     assert sb.read_file("x") == "1"
+
+
+def test_snapshot_keeps_hard_links_as_copies(sb: Sandbox) -> None:
+    sb.run_python("import os\nopen('a.txt', 'w').write('same')\nos.link('a.txt', 'b.txt')")
+    snap = sb.snapshot()
+    sb.reset()
+    sb.restore(snap)
+    assert sb.list_files() == ["a.txt", "b.txt"]
+    assert sb.read_file("b.txt") == "same"
+
+
+def test_with_files_overrides_drops_and_keeps_the_rest(sb: Sandbox) -> None:
+    sb.run_python(
+        "import os\nos.makedirs('pkg/empty')\nopen('pkg/run.sh', 'w').write('#!/bin/sh\\necho ok\\n')\n"
+        "os.chmod('pkg/run.sh', 0o750)\nos.symlink('run.sh', 'pkg/link')\n"
+        "open('conftest.py', 'w').write('raise SystemExit(0)')\nopen('test_x.py', 'w').write('bad')"
+    )
+    judged = sb.snapshot().with_files({"test_x.py": "good"}, drop=["conftest.py", "*.ini"])
+    with Sandbox.from_snapshot(judged, sb.spec) as judge:
+        assert judge.list_files() == ["pkg/run.sh", "test_x.py"]
+        assert judge.read_file("test_x.py") == "good"
+        listing = judge.exec("stat -c '%a %F' pkg/run.sh pkg/empty; readlink pkg/link").stdout
+        assert listing == "750 regular file\n755 directory\nrun.sh\n"
+
+
+@pytest.mark.skipif(
+    not layers.unshare_status()[0] or __import__("os").geteuid() != 0,
+    reason="the unshare fallback needs root to drop to nobody",
+)
+def test_unshare_fallback_holds_no_capabilities_and_a_private_tmpdir() -> None:
+    with Sandbox(isolation="unshare") as fallback:
+        probe = "import os, tempfile\nprint(open('/proc/self/status').read().split('CapEff:')[1].split()[0], tempfile.gettempdir() == os.environ['TMPDIR'] != '/tmp')"
+        assert fallback.run_python(probe).stdout == "0000000000000000 True\n"

@@ -64,3 +64,15 @@ def test_session_survives_tasks_but_not_reset() -> None:
         assert session.run("print(z)").stdout == "1\n"
         sb.reset()
         assert session.run("print(z)").error == "no session is open"
+
+
+def test_dead_sandbox_is_a_result_field(session: PythonSession) -> None:
+    session.sandbox._kill()
+    session.sandbox._closed = True  # no restart: the call must report, not raise
+    result = session.run("print(1)")
+    assert not result.ok and result.error and "closed" in result.error
+
+
+def test_stderr_flood_at_the_fd_level_does_not_block(session: PythonSession) -> None:
+    flood = "import os\nfor _ in range(3000):\n    os.write(2, b'x' * 100)\nprint('done')"
+    assert session.run(flood, timeout=5).stdout == "done\n"

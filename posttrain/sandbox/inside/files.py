@@ -29,7 +29,12 @@ def resolve(root: str, rel: str) -> str:
 
 
 def read_file(root: str, rel: str) -> bytes:
-    fd = os.open(resolve(root, rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    path = resolve(root, rel)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except PermissionError:  # locked by the task (mode 000): the file is ours, unlock it
+        os.chmod(path, os.lstat(path).st_mode | 0o600)  # `resolve` refused symlinks
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ValueError(f"not a regular file: {rel!r}")
@@ -85,6 +90,9 @@ def _walk(root: str, remove: bool = False) -> list[tuple[str, os.stat_result]]:
                 if remove:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(name)
+                elif stat.S_ISREG(st.st_mode) and st.st_mode & 0o600 != 0o600:
+                    with contextlib.suppress(OSError):  # a file the task locked: ours to read
+                        os.chmod(name, st.st_mode | 0o600)
                 continue
             try:
                 if st.st_mode & 0o700 != 0o700:
@@ -119,8 +127,16 @@ def wipe(root: str) -> None:
 def tar_workspace(root: str) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for rel, _ in _walk(root):
-            tar.add(os.path.join(root, rel), arcname=rel, recursive=False)
+        for rel, st in _walk(root):
+            full = os.path.join(root, rel)
+            info = tar.gettarinfo(full, arcname=rel)
+            if info.islnk():  # a second hard link becomes a copy: restore recreates every path
+                info.type, info.linkname, info.size = tarfile.REGTYPE, "", st.st_size
+            if info.isreg():
+                with open(full, "rb") as f:
+                    tar.addfile(info, f)
+            elif info.isdir() or info.issym():
+                tar.addfile(info)  # devices, FIFOs and sockets are not workspace content
     return buf.getvalue()
 
 

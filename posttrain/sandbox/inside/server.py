@@ -27,6 +27,8 @@ from .tasks import TASK_ENV, clear_sysv_ipc, kill_descendants, reap, run_task, s
 
 
 class Server:
+    """One sandbox's request loop: one request at a time, over one socket, until EOF."""
+
     def __init__(self, sock: socket.socket, workspace: str, scratch: list[str]) -> None:
         self.sock = sock
         self.workspace = workspace
@@ -44,6 +46,8 @@ class Server:
                 self.reset()
             except Exception as exc:  # the host replaces this sandbox and sends the request again
                 return {"ok": False, "reset_failed": True, "error": f"reset failed: {exc}"}, b""
+            # An interim frame: the host times the reset and the request separately.
+            send_frame(self.sock, {"reset_done": True})
         if op in ("exec", "python"):
             result = run_task(req, payload, self.workspace, self.keep)
             return result, result.pop("_out")
@@ -72,7 +76,7 @@ class Server:
 
     def reset(self) -> int:
         self.session_close()
-        killed = kill_descendants(set())
+        killed = kill_descendants(set())  # LeftoverProcesses: the reset fails, the host recycles
         for folder in self.scratch:
             files.wipe(folder)
         clear_sysv_ipc()
@@ -166,6 +170,12 @@ class Server:
 
     def serve(self) -> None:
         send_frame(self.sock, {"ready": True, "pid": os.getpid(), "python": sys.version.split()[0]})
+        # From here on nothing may write to the launcher's stderr pipe (nobody reads it
+        # after start-up, so a chatty session process would block on a full pipe).
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(null)
         while True:
             try:
                 req, payload = recv_frame(self.sock)
@@ -235,6 +245,7 @@ def main(argv: list[str]) -> None:
     elif os.environ.get("PYTHONPATH"):
         TASK_ENV["PYTHONPATH"] = os.environ["PYTHONPATH"]
     TASK_ENV.setdefault("HOME", workspace)
+    TASK_ENV["TMPDIR"] = tmp  # the private scratch folder, wiped between tasks
     os.environ.clear()
     os.environ.update(TASK_ENV)  # forked tasks inherit it: nothing to set per task
     for module in argv[5:]:

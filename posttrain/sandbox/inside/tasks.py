@@ -59,11 +59,16 @@ def children_map() -> dict[int, list[int]]:
     return tree
 
 
+class LeftoverProcesses(RuntimeError):
+    """Cleanup could not kill everything a task left behind."""
+
+
 def kill_descendants(keep: set[int]) -> int:
     """SIGKILL every descendant of this server except the subtrees rooted at `keep`.
 
     The server is a child subreaper, so orphans (double-forked daemons) are
-    reparented to it and stay in reach. Returns how many processes were killed.
+    reparented to it and stay in reach. Returns how many processes were killed;
+    raises `LeftoverProcesses` if some survive 100 rounds (the host then recycles).
     """
     reap()
     if not keep and not _has_children():
@@ -89,7 +94,7 @@ def kill_descendants(keep: set[int]) -> int:
                 pass
         time.sleep(0.0005)
         reap()
-    return killed
+    raise LeftoverProcesses(f"{len(victims)} processes survived SIGKILL for 100 rounds")
 
 
 def _has_children() -> bool:
@@ -180,7 +185,12 @@ def run_task(req: dict[str, Any], stdin: bytes, workspace: str, keep: set[int]) 
     err_r, err_w = os.pipe()
     in_r, in_w = os.pipe()
     start = time.monotonic()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as exc:  # EAGAIN at the process limit: a failed task, not a dead server
+        for fd in (out_r, out_w, err_r, err_w, in_r, in_w):
+            os.close(fd)
+        raise RuntimeError(f"could not start the task: {exc}") from None
     if pid == 0:
         for fd in (out_r, err_r, in_w):
             os.close(fd)
@@ -236,7 +246,10 @@ def run_task(req: dict[str, Any], stdin: bytes, workspace: str, keep: set[int]) 
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
         _, status, rusage = os.wait4(pid, 0)
-    killed = kill_descendants(keep)
+    try:
+        killed, leftovers = kill_descendants(keep), False
+    except LeftoverProcesses:
+        killed, leftovers = 0, True
     for fd in list(open_fds):
         os.set_blocking(fd, False)
         while fd in open_fds:
@@ -262,6 +275,7 @@ def run_task(req: dict[str, Any], stdin: bytes, workspace: str, keep: set[int]) 
         "stderr_bytes": sizes[err_r],
         "n_out": len(bufs[out_r]),
         "killed_leftovers": killed,
+        "leftovers": leftovers,
         "_out": bytes(bufs[out_r]) + bytes(bufs[err_r]),
     }
 
