@@ -147,7 +147,7 @@ class Sandbox:
         if self.mode != "none":
             self._cgroups = SandboxCgroups(
                 self.name,
-                memory_bytes=(spec.memory_mb << 20) + (3 * spec.tmpfs_mb << 20) + (64 << 20),
+                memory_bytes=(spec.memory_mb << 20) + (3 * spec.tmpfs_mb << 20) + (256 << 20),
                 max_pids=spec.max_processes + 16,
                 cpu_cores=spec.cpu_cores,
             )

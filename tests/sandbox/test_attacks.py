@@ -445,7 +445,8 @@ def test_host_abstract_unix_socket_is_unreachable(pool: SandboxPool, unisolated:
 
 
 def test_python_memory_bomb_is_contained(pool: SandboxPool) -> None:
-    result = run_attack(pool, "hog = []\nwhile True:\n    hog.append(bytearray(10**7))")
+    attack = "hog = []\nwhile True:\n    hog.append(bytearray(10**7))"
+    result = run_attack(pool, attack, timeout=5)  # cgroup reclaim can slow it under host load
     assert result.oom and result.exit_code != 0 and "MemoryError" in result.stderr
 
 
@@ -506,15 +507,15 @@ def test_memory_spread_over_processes_hits_the_cgroup_cap(pool: SandboxPool) -> 
         assert peak is not None and limit is not None
         assert int(peak.read_text()) <= int(limit.read_text())
 
-    result = run_attack(pool, SPREAD_BOMB, timeout=3, inspect=high_water)
+    result = run_attack(pool, SPREAD_BOMB, timeout=10, inspect=high_water)
     statuses = [int(s) for s in result.stdout.split()]
-    assert len(statuses) == 4 and signal.SIGKILL in statuses  # the OOM killer took some
+    assert len(statuses) == 4 and signal.SIGKILL in statuses, result  # the OOM killer took some
     assert result.oom
 
 
 @needs_memory_cgroup
 def test_oom_kill_inside_a_task_is_reported(fresh_pool: SandboxPool) -> None:
-    result = run_attack(fresh_pool, SPREAD_BOMB, timeout=3)
+    result = run_attack(fresh_pool, SPREAD_BOMB, timeout=10)
     assert result.exit_code == 0 and signal.SIGKILL in [int(s) for s in result.stdout.split()]
     assert result.oom
 
@@ -522,7 +523,7 @@ def test_oom_kill_inside_a_task_is_reported(fresh_pool: SandboxPool) -> None:
 @needs_memory_cgroup
 def test_oom_kill_is_not_blamed_on_the_next_task(fresh_pool: SandboxPool) -> None:
     with fresh_pool.lease() as sb:
-        sb.run_python(textwrap.dedent(SPREAD_BOMB), timeout=3)
+        sb.run_python(textwrap.dedent(SPREAD_BOMB), timeout=10)
     with fresh_pool.lease() as sb:
         innocent = sb.run_python("raise SystemExit(1)", timeout=2)
     assert innocent.exit_code == 1 and not innocent.oom
