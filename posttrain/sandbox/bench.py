@@ -26,7 +26,8 @@ Methods, all issued by the same number of threads (``concurrency``):
 - ``plain``: an unisolated ``python3 -S`` subprocess per execution in a fresh temp dir.
 
 Fresh bwrap and plain use the sandbox's interpreter (`layers.sandbox_python`) and
-PYTHONPATH (`layers.site_packages`); ``-S`` as the fork-server is started with.
+packages (`layers.site_packages`, bound at `layers.SANDBOX_SITE` inside); ``-S`` as
+the fork-server is started with.
 Memory: `n_pss` idle sandboxes (default spec) are started and the PSS of each one's
 whole host process tree (``/proc/PID/smaps_rollup``) is summed. The last line
 `run_bench` prints is one JSON object with the numbers and the settings.
@@ -104,9 +105,9 @@ def _check_pytest(k: int, exit_code: int, stdout: str, stderr: str) -> str | Non
     return None
 
 
-def _task_env(home: str) -> dict[str, str]:
-    """The environment the fork-server gives a task (`server.TASK_ENV` plus PYTHONPATH, HOME)."""
-    return {**TASK_ENV, "PYTHONPATH": layers.site_packages(), "HOME": home}
+def _task_env(home: str, site: str) -> dict[str, str]:
+    """The environment the fork-server gives a task (`TASK_ENV` plus PYTHONPATH, HOME)."""
+    return {**TASK_ENV, "PYTHONPATH": site, "HOME": home}
 
 
 # ----------------------------------------------------------------------------- methods
@@ -139,7 +140,7 @@ class FreshBwrap:
         self.python = full[at - 3]
         self.prefix = full[: at - 3]
         self.prefix[self.prefix.index("--chdir") + 1] = WORKSPACE  # tasks start in the workspace
-        for key, value in _task_env(WORKSPACE).items():
+        for key, value in _task_env(WORKSPACE, layers.SANDBOX_SITE).items():
             self.prefix += ["--setenv", key, value]
         self.seccomp = layers.seccomp_program()
 
@@ -181,7 +182,7 @@ def _plain(python: str, argv_tail: Sequence[str], timeout: float, files: dict[st
         for name, text in (files or {}).items():
             with open(os.path.join(workdir, name), "w") as f:
                 f.write(text)
-        env = {**_task_env(workdir), "TMPDIR": workdir}
+        env = {**_task_env(workdir, layers.site_packages()), "TMPDIR": workdir}
         proc = subprocess.Popen(
             [python, "-S", *argv_tail], cwd=workdir, env=env, start_new_session=True,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

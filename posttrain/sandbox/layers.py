@@ -37,9 +37,10 @@ from pathlib import Path
 NOBODY = 65534
 MODES = ("bwrap", "unshare", "none")
 INSIDE_DIR = Path(__file__).with_name("inside")  # the fork-server's package, bound read-only
-SANDBOX_OPT = (
-    "/opt/posttrain"  # holds `inside/` in bwrap mode; the server runs with `-m inside.server`
-)
+# In bwrap mode /opt/posttrain holds `inside/` (run as `-m inside.server`) and our
+# packages, both read-only, wherever the venv lives on the host.
+SANDBOX_OPT = "/opt/posttrain"
+SANDBOX_SITE = f"{SANDBOX_OPT}/site-packages"
 
 DENIED_SYSCALLS = (
     "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root",
@@ -258,12 +259,12 @@ def launch_argv(mode: str, *, fd: int, workspace: str, tmp: str, preload: list[s
         *_drop_uid_prefix(), "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
         "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
         "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
-        "--ro-bind", sp, sp, "--ro-bind", str(INSIDE_DIR), f"{SANDBOX_OPT}/inside",
+        "--ro-bind", sp, SANDBOX_SITE, "--ro-bind", str(INSIDE_DIR), f"{SANDBOX_OPT}/inside",
         "--size", str(tmpfs_bytes), "--tmpfs", workspace,
         "--size", str(tmpfs_bytes), "--tmpfs", tmp,
         "--size", str(tmpfs_bytes), "--tmpfs", "/dev/shm",
         "--hostname", "sandbox", "--chdir", SANDBOX_OPT,
-        "--setenv", "PYTHONPATH", sp, "--setenv", "PATH", "/usr/bin:/bin",
+        "--setenv", "PYTHONPATH", SANDBOX_SITE, "--setenv", "PATH", "/usr/bin:/bin",
     ]  # fmt: skip
     for link in ("bin", "lib", "lib64", "sbin"):
         if os.path.islink(f"/{link}"):

@@ -304,8 +304,11 @@ def test_host_process_environ_is_unreadable(pool: SandboxPool, unisolated: Sandb
 
 
 def test_repo_checkout_is_not_mounted(pool: SandboxPool) -> None:
-    result = run_attack(pool, "import os; print(sorted(os.listdir('/work/main')))")
-    assert result.stdout.strip() == "['.venv']"  # only the packages' folder is bound, read-only
+    repo = str(Path(__file__).resolve().parents[2])
+    probe = f"import os; print(os.path.exists({repo!r}), sorted(os.listdir('/opt/posttrain')))"
+    result = run_attack(pool, probe)
+    # only the packages and the server's own code are bound (read-only), elsewhere
+    assert result.stdout.strip() == "False ['inside', 'site-packages']"
 
 
 # ----------------------------------------------------------------------------- host writes
@@ -322,9 +325,10 @@ def test_writes_outside_the_workspace_do_not_reach_the_host(
     scratch.unlink()
 
     usr = Path("/usr/posttrain-pwned")
-    pth = Path(layers.site_packages()) / "posttrain_pwned.pth"
+    pth = Path(layers.site_packages()) / "posttrain_pwned.pth"  # the host path, and as bound:
+    pth_inside = f"{layers.SANDBOX_SITE}/posttrain_pwned.pth"
     before = {p: _digest(p) for p in (HOST_CONFIG, layers.INSIDE_DIR / "server.py")}
-    targets = [scratch, usr, pth, HOST_CONFIG, f"{layers.SANDBOX_OPT}/inside/server.py"]
+    targets = [scratch, usr, pth, pth_inside, HOST_CONFIG, f"{layers.SANDBOX_OPT}/inside/server.py"]
     attack = "\n".join(
         f"try:\n    {write.format(path=str(t))}\n    print('WROTE', {str(t)!r})\n"
         f"except OSError as exc:\n    print('denied', type(exc).__name__)"
