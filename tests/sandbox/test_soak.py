@@ -1,6 +1,6 @@
 """Soak: 10,000 executions through one pool leak no processes, fds, files or memory.
 
-Marked slow (≈ 1.5 minutes on 2 cores); `make test-all` runs it.
+Marked slow (≈ 35 s on 2 cores); `make test-all` runs it.
 """
 
 from __future__ import annotations
