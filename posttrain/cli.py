@@ -4,6 +4,7 @@
     posttrain run --smoke              # every stage on a tiny budget (< 2 minutes)
     posttrain run recipe.yaml grpo.steps=20 model.name=smollm2-135m
     posttrain domains list
+    posttrain domains check [ID...] [--difficulties 1,5,10]   # the domain self-check
     posttrain sandbox doctor           # which isolation layers this machine offers, and why
     posttrain sandbox exec --timeout 5 --mem 256 -- python3 -c 'print(1)'
     posttrain sandbox bench            # warm pool vs fresh bwrap vs plain subprocess
@@ -162,6 +163,61 @@ def sandbox_bench(
     from posttrain.sandbox.bench import run_bench
 
     run_bench(n_trivial=trivial, n_pytest=pytest_files, out=console.print)
+
+
+@domains_app.command("check")
+def domains_check(
+    ids: Annotated[list[str] | None, typer.Argument(help="Domain ids (default: all).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every registered domain.")] = False,
+    difficulties: Annotated[str, typer.Option(help="Comma-separated, 1..10.")] = "1,5",
+    seeds: Annotated[str, typer.Option(help="Comma-separated task seeds.")] = "0,1",
+) -> None:
+    """Check domains against the contract: API, determinism, reference, corruptions, junk."""
+    from posttrain.domains import all_domains, get_domain, load_entry_points
+
+    load_entry_points()
+    try:
+        levels = [int(x) for x in difficulties.split(",") if x.strip()]
+        seed_list = [int(x) for x in seeds.split(",") if x.strip()]
+    except ValueError:
+        _fail(
+            f"--difficulties and --seeds take comma-separated integers, got {difficulties!r}, {seeds!r}"
+        )
+        return
+    if not levels or any(not 1 <= d <= 10 for d in levels) or not seed_list:
+        _fail(
+            f"--difficulties must be integers in 1..10 and --seeds non-empty, got {difficulties!r}"
+        )
+        return
+    try:
+        domains = all_domains() if all_ or not ids else [get_domain(i) for i in ids]
+    except KeyError as exc:
+        _fail(str(exc.args[0]))
+        return
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from posttrain.domains.check import PROPERTIES, check_domains
+
+    results = check_domains(domains, difficulties=levels, seeds=seed_list)
+    table = Table("domain", "checks passed", "failed")
+    by_domain: dict[str, list[Any]] = {}
+    for r in results:
+        by_domain.setdefault(r.domain, []).append(r)
+    for name, rows in by_domain.items():
+        bad = [r.property for r in rows if not r.ok]
+        table.add_row(
+            name,
+            f"{len(rows) - len(bad)}/{len(PROPERTIES)}",
+            "[red]" + ", ".join(bad) + "[/]" if bad else "[green]none[/]",
+        )
+    console.print(table)
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        err_console.print(f"[red]FAIL[/] {r.domain} {r.property}: {r.detail}", highlight=False)
+    console.print(
+        f"{len(by_domain)} domains, {len(results) - len(failed)}/{len(results)} checks pass"
+    )
+    if failed:
+        raise typer.Exit(code=1)
 
 
 class _RichReporter:

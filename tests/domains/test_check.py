@@ -1,0 +1,73 @@
+"""The domain self-check: every registered domain passes; each broken fixture fails on its property."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from posttrain.domains import all_domains
+from posttrain.domains.check import PROPERTIES, check_domains
+from tests.domains.broken_domains import BROKEN
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def tokenizer_long() -> Any:
+    """A tokenizer of our own: the junk battery is long, and the shared one stays as it is."""
+    from posttrain.models.tiny import build_tokenizer
+
+    tokenizer = build_tokenizer()
+    tokenizer.model_max_length = 1 << 30
+    return tokenizer
+
+
+def test_every_registered_domain_passes_at_difficulties_1_and_5(tokenizer_long: Any) -> None:
+    results = check_domains(all_domains(), difficulties=(1, 5), tokenizer=tokenizer_long)
+    failed = [r for r in results if not r.ok]
+    assert failed == []
+    assert len(results) == len(all_domains()) * len(PROPERTIES)
+
+
+@pytest.mark.slow
+def test_every_registered_domain_passes_at_every_difficulty(tokenizer_long: Any) -> None:
+    results = check_domains(all_domains(), difficulties=range(1, 11), tokenizer=tokenizer_long)
+    assert [r for r in results if not r.ok] == []
+
+
+def test_each_broken_domain_fails_exactly_its_property(tokenizer_long: Any) -> None:
+    domains = [cls() for cls in BROKEN]
+    results = check_domains(domains, difficulties=(1, 5), tokenizer=tokenizer_long)
+    for cls, prop in BROKEN.items():
+        failed = {r.property for r in results if r.domain == cls.id and not r.ok}
+        assert failed == {prop}, (cls.id, failed)
+        detail = next(r.detail for r in results if r.domain == cls.id and r.property == prop)
+        assert detail  # names what went wrong
+
+
+def test_cli_check_exits_nonzero_naming_the_domain_and_property() -> None:
+    script = (
+        "import sys; from posttrain.cli import app; from posttrain.domains import register\n"
+        "from tests.domains.broken_domains import CorruptionPasses\n"
+        "register(CorruptionPasses())\n"
+        "sys.argv = ['posttrain', 'domains', 'check', 'broken/corruption-passes-v1', "
+        "'arith/addition-v1', '--difficulties', '1']\n"
+        "app()"
+    )
+    env = {**os.environ, "COLUMNS": "200", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "broken/corruption-passes-v1 corruptions" in proc.stderr
+    assert "arith/addition-v1" in proc.stdout and "7/7" in proc.stdout
