@@ -1,8 +1,8 @@
 """The domain matrix: the `Domain` contract, the registry and the built-in domains.
 
 Importing this package registers the starter domains (`STARTER_DOMAINS`), the ones
-the tiny built-in model learns on a CPU; `load_entry_points()` adds third-party
-domains. Look domains up by versioned id:
+the tiny built-in model learns on a CPU, and `code/function-synthesis-v1` (verified
+by hidden unit tests in the sandbox); `load_entry_points()` adds third-party domains. Look domains up by versioned id:
 
     from posttrain.domains import get_domain
     domain = get_domain("arith/addition-v1")
@@ -12,6 +12,7 @@ domains. Look domains up by versioned id:
 from posttrain.domains.arithmetic import AdditionDomain
 from posttrain.domains.base import Axes, Domain, Session
 from posttrain.domains.calculator import CalculatorDomain
+from posttrain.domains.code_synthesis import FunctionSynthesisDomain
 from posttrain.domains.registry import (
     all_domains,
     domain_ids,
@@ -29,6 +30,7 @@ _STARTERS: tuple[Domain, ...] = (
     register(CalculatorDomain()),
 )
 STARTER_DOMAINS: tuple[str, ...] = tuple(domain.id for domain in _STARTERS)
+register(FunctionSynthesisDomain())  # verified in the sandbox; beyond the tiny model for now
 
 __all__ = [
     "STARTER_DOMAINS",

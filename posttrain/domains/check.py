@@ -232,9 +232,11 @@ def _wrong_answers(domain: base.Domain, seeds: Sequence[int], difficulties: Sequ
 
 
 def _other_seed_task(domain: base.Domain, task: Task) -> Task | None:
+    """A task of another seed whose answer and reference both differ from `task`'s."""
+    mine = domain.reference(task).final
     for offset in range(1, 20):
         other = domain.generate(task.seed + 1000 + offset, task.difficulty)
-        if other.answer != task.answer:
+        if other.answer != task.answer and domain.reference(other).final != mine:
             return other
     return None
 
