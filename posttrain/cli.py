@@ -3,7 +3,10 @@
     posttrain run                      # the built-in recipe (tiny model, starter domains)
     posttrain run --smoke              # every stage on a tiny budget (< 2 minutes)
     posttrain run recipe.yaml grpo.steps=20 model.name=smollm2-135m
-    posttrain domains list
+    posttrain domains list [--family F] [--axis modality=table] [--json]
+    posttrain domains show ID          # axes; tasks at difficulty 1 and 5, the reference's verdict
+    posttrain domains sample ID --n 3 --difficulty 2 [--seed 0] [--json]
+    posttrain domains matrix           # domains per axis value (zeros too) and per occupied cell
     posttrain domains check [ID...] [--difficulties 1,5,10]   # the domain self-check
     posttrain sandbox doctor           # which isolation layers this machine offers, and why
     posttrain sandbox exec --timeout 5 --mem 256 -- python3 -c 'print(1)'
@@ -17,12 +20,18 @@ naming what was wrong.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from posttrain.domains import Domain
+    from posttrain.types import Task
 
 app = typer.Typer(
     help="Post-train language models: SFT → DPO → GRPO on verifiable tasks.",
@@ -90,16 +99,165 @@ def run(
 
 
 @domains_app.command("list")
-def domains_list() -> None:
+def domains_list(
+    family: Annotated[
+        str | None, typer.Option(help="Only this family (the id part before '/').")
+    ] = None,
+    axis: Annotated[
+        list[str] | None,
+        typer.Option(help="axis=value, e.g. modality=table; repeat to combine (AND)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="A JSON list of {id, family, axes, max_turns}.")
+    ] = False,
+) -> None:
     """List registered domains with their matrix cell."""
-    from posttrain.domains import domain_ids, get_domain, load_entry_points
+    from posttrain.domains import all_domains, load_entry_points
+    from posttrain.domains.matrix import family_of, filter_domains, parse_axis_filter
 
     load_entry_points()
+    try:
+        filters = dict(parse_axis_filter(text) for text in axis or [])
+        domains = filter_domains(all_domains(), family=family, axes_filters=filters)
+    except ValueError as exc:
+        _fail(str(exc))
+        return
+    if not domains:
+        families = sorted({family_of(d.id) for d in all_domains()})
+        err_console.print(f"no domains match (families: {', '.join(families)})", highlight=False)
+    if as_json:
+        rows = [
+            {
+                "id": d.id,
+                "family": family_of(d.id),
+                **dataclasses.asdict(d.axes),
+                "max_turns": d.max_turns,
+            }
+            for d in domains
+        ]
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not domains:
+        return
     table = Table("id", "modality", "tools", "rounds", "verification")
-    for name in domain_ids():
-        a = get_domain(name).axes
-        table.add_row(name, a.modality, a.tools, a.rounds, a.verification)
+    for d in domains:
+        a = d.axes
+        table.add_row(d.id, a.modality, a.tools, a.rounds, a.verification)
     console.print(table)
+
+
+@domains_app.command("show")
+def domains_show(
+    domain_id: Annotated[str, typer.Argument(help="A registered domain id.")],
+    seed: Annotated[int, typer.Option(help="Task seed.")] = 0,
+) -> None:
+    """The domain's axes, then a task at difficulties 1 and 5 with the reference's verdict."""
+    domain = _get_domain_or_fail(domain_id)
+    console.print(f"[bold]{domain.id}[/]", highlight=False)
+    for name, value in {**dataclasses.asdict(domain.axes), "max_turns": domain.max_turns}.items():
+        console.print(f"  {name:<13}{value}", highlight=False)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from rich.markup import escape
+
+    from posttrain.domains.check import _replay
+    from posttrain.models.tiny import build_tokenizer
+
+    tokenizer = build_tokenizer()
+    tokenizer.model_max_length = 1 << 30  # a reference may be longer than the tiny model's window
+    tasks = [domain.generate(seed, difficulty) for difficulty in (1, 5)]
+    references = [domain.reference(task) for task in tasks]
+    rollouts = _replay(domain, list(zip(tasks, references, strict=True)), tokenizer)
+    for task, reference, rollout in zip(tasks, references, rollouts, strict=True):
+        console.print(f"\n[bold]difficulty {task.difficulty}[/]  {task.id}", highlight=False)
+        _print_prompt(task)
+        calls = sum(len(turn.tool_calls) for turn in reference.turns)
+        after = f" (after {calls} tool call{'s' if calls != 1 else ''})" if calls else ""
+        console.print(f"  reference{after}:", highlight=False)
+        _print_verbatim(reference.final, indent=4)
+        v = rollout.verdict
+        mark = "[green]pass[/]" if v.passed else "[red]FAIL[/]"
+        why = escape(v.error or rollout.error or v.reason)
+        console.print(f"  verdict: {mark}, reward {v.reward:g} — {why}", highlight=False)
+
+
+@domains_app.command("sample")
+def domains_sample(
+    domain_id: Annotated[str, typer.Argument(help="A registered domain id.")],
+    n: Annotated[int, typer.Option("--n", "-n", help="How many tasks.")] = 3,
+    difficulty: Annotated[int, typer.Option(help="1..10.")] = 2,
+    seed: Annotated[int, typer.Option(help="The first task's seed; seeds run seed..seed+n-1.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="One Task JSON object per line.")] = False,
+) -> None:
+    """Generate n tasks and print each prompt and its answer."""
+    if not 1 <= difficulty <= 10:
+        _fail(f"--difficulty must be an integer in 1..10, got {difficulty}")
+    if n < 1:
+        _fail(f"--n must be at least 1, got {n}")
+    domain = _get_domain_or_fail(domain_id)
+    for i, task_seed in enumerate(range(seed, seed + n)):
+        task = domain.generate(task_seed, difficulty)
+        if as_json:
+            typer.echo(task.to_json())
+            continue
+        if i:
+            console.print()
+        console.print(f"[bold]{task.id}[/]", highlight=False)
+        _print_prompt(task)
+        answer = task.answer if isinstance(task.answer, str) else json.dumps(task.answer)
+        console.print("  answer:", highlight=False)
+        _print_verbatim(answer, indent=4)
+
+
+@domains_app.command("matrix")
+def domains_matrix() -> None:
+    """Domains per value of each axis (zeros shown), then every occupied cell."""
+    from rich.columns import Columns
+
+    from posttrain.domains import all_domains, load_entry_points
+    from posttrain.domains.matrix import AXES, TOTAL_CELLS, count_by_axis, occupied_cells
+
+    load_entry_points()
+    domains = all_domains()
+    tables = []
+    for axis, counts in count_by_axis(domains).items():
+        table = Table(axis, "domains", title=f"by {axis}")
+        for value, count in counts.items():
+            table.add_row(value, str(count), style=None if count else "dim")
+        tables.append(table)
+    console.print(Columns(tables, padding=(0, 2)))
+    cells = occupied_cells(domains)
+    cell_table = Table(*AXES, "domains", title="occupied cells")
+    for cell, ids in cells.items():
+        cell_table.add_row(*cell, ", ".join(ids))
+    console.print(cell_table)
+    console.print(
+        f"{len(domains)} domains, {len(cells)} occupied cells of {TOTAL_CELLS} possible",
+        highlight=False,
+    )
+
+
+def _get_domain_or_fail(domain_id: str) -> Domain:
+    from posttrain.domains import get_domain, load_entry_points
+
+    load_entry_points()
+    try:
+        return get_domain(domain_id)
+    except KeyError as exc:
+        _fail(str(exc.args[0]))  # exits
+        raise
+
+
+def _print_prompt(task: Task) -> None:
+    console.print("  prompt:", highlight=False)
+    for message in task.prompt:
+        console.print(f"    {message.role}:", highlight=False)
+        _print_verbatim(message.content, indent=6)
+
+
+def _print_verbatim(text: str, indent: int) -> None:
+    """Domain text as it is: no markup, emoji codes or wrapping (prompts hold code)."""
+    lines = "\n".join(" " * indent + line for line in (text.splitlines() or [""]))
+    console.print(lines, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
 
 @sandbox_app.command("doctor")

@@ -1,4 +1,4 @@
-"""The `posttrain` command: help, version, `domains list`, and bad input failing fast.
+"""The `posttrain` command: help, version, the `domains` commands, and bad input failing fast.
 
 Inputs that config validation rejects are run through the real console script (it
 exits before importing torch, so each run takes well under a second). Inputs that
@@ -9,7 +9,9 @@ so that reaching it fails the test instead of starting a run.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -21,7 +23,8 @@ from typer.testing import CliRunner
 
 from posttrain import __version__
 from posttrain.cli import app
-from posttrain.domains import STARTER_DOMAINS
+from posttrain.domains import STARTER_DOMAINS, get_domain
+from posttrain.types import Task
 
 POSTTRAIN = str(Path(sys.executable).with_name("posttrain"))
 Invoke = Callable[..., Result]
@@ -74,6 +77,102 @@ def test_domains_list_shows_the_starter_domains() -> None:
     assert result.returncode == 0
     for domain_id in STARTER_DOMAINS:
         assert domain_id in result.stdout
+
+
+def test_domains_list_json_gives_each_domains_cell() -> None:
+    result = posttrain("domains", "list", "--json")
+    assert result.returncode == 0
+    rows = {row["id"]: row for row in json.loads(result.stdout)}
+    assert set(STARTER_DOMAINS) <= set(rows)
+    assert rows["tools/calculator-v1"] == {
+        "id": "tools/calculator-v1",
+        "family": "tools",
+        "modality": "text",
+        "tools": "simulated_api",
+        "rounds": "multi",
+        "verification": "exact",
+        "max_turns": get_domain("tools/calculator-v1").max_turns,
+    }
+
+
+def test_domains_list_keeps_the_domains_matching_family_and_axes() -> None:
+    args = ["--family", "arith", "--axis", "modality=text", "--axis", "rounds=single", "--json"]
+    result = CliRunner().invoke(app, ["domains", "list", *args])
+    assert result.exit_code == 0, result.output
+    assert [row["id"] for row in json.loads(result.stdout)] == ["arith/addition-v1"]
+
+
+def test_domains_list_a_bad_axis_exits_2_naming_it() -> None:
+    result = posttrain("domains", "list", "--axis", "modaliy=text")
+    assert result.returncode == 2
+    assert "unknown axis 'modaliy'" in result.stderr
+    assert "modality, tools, rounds, verification" in result.stderr
+
+
+def test_domains_list_an_unknown_family_says_no_domains_match() -> None:
+    result = CliRunner().invoke(app, ["domains", "list", "--family", "nope", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == []
+    assert "no domains match" in result.stderr
+
+
+def test_domains_show_prints_axes_tasks_and_the_references_verdict() -> None:
+    result = CliRunner().invoke(app, ["domains", "show", "tools/calculator-v1"])
+    assert result.exit_code == 0, result.output
+    assert "simulated_api" in result.stdout
+    for difficulty in (1, 5):
+        task = get_domain("tools/calculator-v1").generate(0, difficulty)
+        assert task.prompt[0].content in result.stdout
+    assert result.stdout.count("verdict: pass, reward 1") == 2
+
+
+def test_domains_show_an_unknown_id_exits_2_with_the_nearest_ids() -> None:
+    result = posttrain("domains", "show", "arith/addition-v2")
+    assert result.returncode == 2
+    assert "did you mean 'arith/addition-v1'" in result.stderr
+
+
+def test_domains_sample_json_gives_n_tasks_from_consecutive_seeds() -> None:
+    args = ["arith/addition-v1", "--n", "3", "--difficulty", "2", "--seed", "4", "--json"]
+    result = CliRunner().invoke(app, ["domains", "sample", *args])
+    assert result.exit_code == 0, result.output
+    tasks = [Task.from_json(line) for line in result.stdout.splitlines()]
+    assert [(t.seed, t.difficulty) for t in tasks] == [(4, 2), (5, 2), (6, 2)]
+
+
+def test_domains_sample_prints_each_prompt_and_answer() -> None:
+    result = CliRunner().invoke(app, ["domains", "sample", "list/sort-v1", "--n", "2"])
+    assert result.exit_code == 0, result.output
+    for seed in (0, 1):
+        task = get_domain("list/sort-v1").generate(seed, 2)
+        assert task.prompt[0].content in result.stdout
+        assert f"    {task.answer}\n" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "named"), [(["--difficulty", "11"], "--difficulty"), (["--n", "0"], "--n")]
+)
+def test_domains_sample_an_out_of_range_option_exits_2_naming_it(
+    args: list[str], named: str
+) -> None:
+    result = CliRunner().invoke(app, ["domains", "sample", "arith/addition-v1", *args])
+    assert result.exit_code == 2
+    assert f"error: {named} must be" in result.stderr
+
+
+def test_domains_matrix_shows_values_no_domain_uses() -> None:
+    result = posttrain("domains", "matrix")
+    assert result.returncode == 0
+    assert re.search(r"│ geometry\s+│ 0\s+│", result.stdout)
+
+
+def test_domains_matrix_lists_occupied_cells_and_the_total() -> None:
+    result = posttrain("domains", "matrix")
+    assert result.returncode == 0
+    assert re.search(
+        r"│ text\s+│ simulated_api\s+│ multi\s+│ exact\s+│ tools/calculator-v1", result.stdout
+    )
+    assert re.search(r"^\d+ domains, \d+ occupied cells of 720 possible$", result.stdout, re.M)
 
 
 def test_an_unknown_recipe_key_exits_2_naming_it(tmp_path: Path) -> None:

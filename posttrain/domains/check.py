@@ -40,9 +40,10 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, get_args
+from typing import Any
 
 from posttrain.domains import base
+from posttrain.domains.matrix import AXIS_VALUES
 from posttrain.domains.registry import DOMAIN_ID
 from posttrain.types import Message, Reference, Rollout, Task
 
@@ -55,12 +56,6 @@ PROPERTIES = (
     "junk",
     "difficulty",
 )
-_AXIS_VALUES = {
-    "modality": get_args(base.Modality),
-    "tools": get_args(base.ToolDependency),
-    "rounds": get_args(base.Rounds),
-    "verification": get_args(base.VerificationMethod),
-}
 
 
 @dataclass(frozen=True)
@@ -123,7 +118,7 @@ def _api(domain: base.Domain, seeds: Sequence[int], difficulties: Sequence[int])
         raise _Failed("not a Domain (id, axes, max_turns, generate, reference, verify)")
     if not DOMAIN_ID.fullmatch(domain.id):
         raise _Failed(f"id {domain.id!r} is not 'family/name-vN'")
-    for axis, allowed in _AXIS_VALUES.items():
+    for axis, allowed in AXIS_VALUES.items():
         value = getattr(domain.axes, axis, None)
         if value not in allowed:
             raise _Failed(f"axes.{axis}={value!r} is not one of {', '.join(allowed)}")

@@ -58,7 +58,9 @@ class PythonSession:
         )
 
     def snapshot(self) -> int:
-        """Freeze the current state; returns an id for `restore` (reusable many times)."""
+        """Freeze the current state; returns an id for `restore` (reusable many times).
+        Each snapshot keeps one process, so `max_processes` bounds how many a session
+        holds; past it, SandboxError ("snapshot failed") and the session lives on."""
         reply = self._call({"op": "session_snapshot"})
         if not reply.get("ok"):
             raise SandboxError(f"session snapshot failed: {reply.get('error')}")

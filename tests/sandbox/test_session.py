@@ -76,3 +76,18 @@ def test_dead_sandbox_is_a_result_field(session: PythonSession) -> None:
 def test_stderr_flood_at_the_fd_level_does_not_block(session: PythonSession) -> None:
     flood = "import os\nfor _ in range(3000):\n    os.write(2, b'x' * 100)\nprint('done')"
     assert session.run(flood, timeout=5).stdout == "done\n"
+
+
+def test_restore_right_after_snapshot_never_loses_the_frozen_copy(session: PythonSession) -> None:
+    session.run("x = 1")
+    for _ in range(30):  # the wake-up signal may arrive before the copy reaches its wait
+        session.restore(session.snapshot())
+    assert session.run("print(x)").stdout == "1\n"
+
+
+def test_too_many_snapshots_fail_clearly_and_the_session_lives_on(session: PythonSession) -> None:
+    session.run("x = 1")
+    with pytest.raises(SandboxError, match="snapshot failed"):
+        for _ in range(500):  # each snapshot holds a process: the pids limit ends it
+            session.snapshot()
+    assert session.run("print(x + 1)").stdout == "2\n"

@@ -90,10 +90,13 @@ class Server:
             self.session_close()
             ours, theirs = socket.socketpair()
             pid = os.fork()
-            if pid == 0:
-                ours.close()
-                self.sock.close()
-                session_main(theirs, self.workspace, req.get("limits", {}))
+            if pid == 0:  # the session process: it must never fall back into this loop
+                try:
+                    ours.close()
+                    self.sock.close()
+                    session_main(theirs, self.workspace, req.get("limits", {}))
+                finally:
+                    os._exit(1)
             theirs.close()
             self.session_sock, self.session_pid = ours, pid
             self.keep = {pid}

@@ -31,8 +31,17 @@ def session_main(sock: socket.socket, workspace: str, limits: dict[str, int]) ->
         except (EOFError, OSError):
             os._exit(0)
         if req["op"] == "fork":
-            frozen = os.fork()
+            # Block the wake-up signals *before* forking: a SIGUSR1 sent the moment the
+            # server learns the frozen pid must wait in its mask, not kill it by default.
+            signal.pthread_sigmask(signal.SIG_BLOCK, _WAKE)
+            try:
+                frozen = os.fork()
+            except OSError as exc:  # at the process limit: too many snapshots kept
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, _WAKE)
+                send_frame(sock, {"ok": False, "error": f"snapshot failed: {exc}"})
+                continue
             if frozen:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, _WAKE)
                 send_frame(sock, {"ok": True, "frozen_pid": frozen})
                 continue
             _frozen_loop(sock)  # returns only in a freshly spawned live copy
@@ -53,14 +62,21 @@ def session_main(sock: socket.socket, workspace: str, limits: dict[str, int]) ->
         )
 
 
+_WAKE = {signal.SIGUSR1, signal.SIGCHLD}
+
+
 def _frozen_loop(sock: socket.socket) -> None:
-    wanted = {signal.SIGUSR1, signal.SIGCHLD}
-    signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
+    """Wait (signals already blocked); each SIGUSR1 forks a live copy of this state."""
     while True:
-        if signal.sigwait(wanted) == signal.SIGCHLD:
+        if signal.sigwait(_WAKE) == signal.SIGCHLD:
             reap()
             continue
-        if os.fork() == 0:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, wanted)
+        try:
+            child = os.fork()
+        except OSError as exc:
+            send_frame(sock, {"ok": False, "error": f"restore failed: {exc}"})
+            continue
+        if child == 0:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _WAKE)
             send_frame(sock, {"ok": True, "pid": os.getpid()})
             return
