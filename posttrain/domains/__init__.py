@@ -2,7 +2,9 @@
 
 Importing this package registers the starter domains (`STARTER_DOMAINS`), the ones
 the tiny built-in model learns on a CPU, and `code/function-synthesis-v1` (verified
-by hidden unit tests in the sandbox); `load_entry_points()` adds third-party domains. Look domains up by versioned id:
+by hidden unit tests in the sandbox), and the reasoning-gym generators as
+`rg/<name>-v1` (`reasoning_gym_adapter.py`); `load_entry_points()` adds third-party
+domains. Look domains up by versioned id:
 
     from posttrain.domains import get_domain
     domain = get_domain("arith/addition-v1")
@@ -13,6 +15,7 @@ from posttrain.domains.arithmetic import AdditionDomain
 from posttrain.domains.base import Axes, Domain, Session
 from posttrain.domains.calculator import CalculatorDomain
 from posttrain.domains.code_synthesis import FunctionSynthesisDomain
+from posttrain.domains.reasoning_gym_adapter import all_generators
 from posttrain.domains.registry import (
     all_domains,
     domain_ids,
@@ -31,6 +34,8 @@ _STARTERS: tuple[Domain, ...] = (
 )
 STARTER_DOMAINS: tuple[str, ...] = tuple(domain.id for domain in _STARTERS)
 register(FunctionSynthesisDomain())  # verified in the sandbox; beyond the tiny model for now
+for _generator in all_generators():  # rg/<name>-v1: reasoning-gym, imported on first use
+    register(_generator)
 
 __all__ = [
     "STARTER_DOMAINS",

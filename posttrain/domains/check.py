@@ -309,7 +309,7 @@ for d in domains:
                      for s in seeds for k in difficulties}
     except Exception as exc:
         out[d.id] = f"{type(exc).__name__}: {exc}"
-print(json.dumps(out))
+print("\\n@@posttrain-hashes@@" + json.dumps(out))  # generators may print: ours is the marked line
 """
 
 
@@ -331,7 +331,12 @@ def _hashes_in_fresh_processes(
         if proc.returncode != 0:
             why = proc.stderr.strip().splitlines()[-1:] or ["no output"]
             return {str(getattr(d, "id", d)): why[0] for d in domains}
-        runs.append(json.loads(proc.stdout))
+        marked = [x for x in proc.stdout.splitlines() if x.startswith("@@posttrain-hashes@@")]
+        if not marked:
+            return {
+                str(getattr(d, "id", d)): "the fresh process printed no hashes" for d in domains
+            }
+        runs.append(json.loads(marked[-1][len("@@posttrain-hashes@@") :]))
     out: dict[str, list[dict[str, str]] | str] = {}
     for domain in domains:
         first, second = runs[0].get(domain.id), runs[1].get(domain.id)

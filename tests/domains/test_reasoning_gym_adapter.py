@@ -1,0 +1,54 @@
+"""The reasoning-gym adapter: the pinned generator list, difficulty mapping, scoring floor."""
+
+from __future__ import annotations
+
+from posttrain.domains import get_domain
+from posttrain.domains.reasoning_gym_adapter import (
+    EXCLUDED,
+    GENERATORS,
+    NOISE_FLOOR,
+    VERSION,
+    all_generators,
+)
+from posttrain.types import Message, Rollout, Turn, Verdict
+
+
+def _judge(domain_id: str, text: str, seed: int = 0, difficulty: int = 3) -> Verdict:
+    domain = get_domain(domain_id)
+    task = domain.generate(seed, difficulty)
+    turn = Turn(text=text, token_ids=[], logprobs=[], finish_reason="stop")
+    rollout = Rollout("r", task.id, task.domain, difficulty, [], [], [], [],
+                      [Message("assistant", text)], [turn], Verdict(0.0, False, "-"))  # fmt: skip
+    return domain.verify(task, rollout, None)
+
+
+def test_the_pinned_list_is_the_installed_generators() -> None:
+    from importlib.metadata import version
+
+    from reasoning_gym.factory import DATASETS
+
+    assert version("reasoning-gym") == VERSION  # (its __version__ attribute lags: 0.1.19)
+    listed = {name for names in GENERATORS.values() for name in names}
+    assert listed | {"composite"} == set(DATASETS)
+
+
+def test_every_exclusion_names_a_generator_and_a_reason() -> None:
+    listed = {name for names in GENERATORS.values() for name in names} | {"composite"}
+    assert all(name in listed and len(reason) > 10 for name, reason in EXCLUDED.items())
+    registered = {d.name for d in all_generators()}
+    assert not registered & set(EXCLUDED) and len(registered) == len(listed) - len(EXCLUDED)
+
+
+def test_difficulty_raises_the_curriculum_levels() -> None:
+    domain = get_domain("rg/basic_arithmetic-v1")
+    assert domain.difficulty_measure(domain.generate(0, 1)) == 0
+    assert domain.difficulty_measure(domain.generate(0, 10)) > domain.difficulty_measure(
+        domain.generate(0, 5)
+    )
+
+
+def test_reference_passes_and_a_wrong_answer_scores_zero() -> None:
+    task = get_domain("rg/basic_arithmetic-v1").generate(0, 3)
+    assert _judge("rg/basic_arithmetic-v1", task.answer).passed
+    wrong = _judge("rg/basic_arithmetic-v1", "not a number")
+    assert wrong.reward == 0.0 and not wrong.passed and NOISE_FLOOR > 0.01
