@@ -122,6 +122,7 @@ EXCLUDED = {
     # ... and at difficulties 1..10:
     "gsm_symbolic": "its scorer reads the last number, so an echoed prompt can pass (d=7)",
     "list_functions": "not deterministic at d=7: tasks change with PYTHONHASHSEED",
+    "spell_backward": "its scorer gives 0.4 to the echoed prompt (d=4)",
 }
 # The category's matrix cell: modality, verification.
 CELLS: dict[str, tuple[str, str]] = {

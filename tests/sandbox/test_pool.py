@@ -125,12 +125,20 @@ def test_bad_pool_arguments_are_named() -> None:
 
 
 def test_pool_pids_cover_every_sandbox_tree() -> None:
-    with SandboxPool(size=2, spec=SPEC) as pool:
-        pids = pool.pids
-        assert len(pids) >= 4  # at least launcher + server per sandbox
-    import os
+    def started(pid: int) -> str | None:  # pid plus start time: a reused pid is another process
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[19]
+        except OSError:
+            return None
 
-    assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)
+    with SandboxPool(size=2, spec=SPEC) as pool:
+        before = {pid: started(pid) for pid in pool.pids}
+        assert len(before) >= 4  # at least launcher + server per sandbox
+    assert all(
+        started(pid) in (None, None if t is None else "gone") or started(pid) != t
+        for pid, t in before.items()
+    )
 
 
 def test_pool_from_run_config_uses_its_limits() -> None:
