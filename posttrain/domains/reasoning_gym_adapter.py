@@ -123,6 +123,7 @@ EXCLUDED = {
     "gsm_symbolic": "its scorer reads the last number, so an echoed prompt can pass (d=7)",
     "list_functions": "not deterministic at d=7: tasks change with PYTHONHASHSEED",
     "spell_backward": "its scorer gives 0.4 to the echoed prompt (d=4)",
+    "string_manipulation": "its scorer gives 0.08 to the echoed prompt (d=4)",
 }
 # The category's matrix cell: modality, verification.
 CELLS: dict[str, tuple[str, str]] = {
@@ -190,21 +191,11 @@ class ReasoningGymDomain:
         return Reference.single(task.answer)
 
     def verify(self, task: Task, rollout: Rollout, session: Session | None) -> Verdict:
-        dataset, item = self.entry(task.seed, task.difficulty)
         text = rollout.final_text
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):  # some scorers print as they go
-                score = float(dataset.score_answer(text, item)) if text.strip() else 0.0
-        except Exception as exc:  # reasoning-gym scorers can raise on junk: that is a 0
-            return Verdict(
-                0.0,
-                False,
-                f"The answer could not be scored ({type(exc).__name__}).",
-                {"score": 0.0},
-            )
-        score = min(max(score, 0.0), 1.0)
-        if score < NOISE_FLOOR:  # reasoning-gym's 0.01 for "an answer, wrong", similarity residue
-            score = 0.0
+        score, failure = self._score(task, text)
+        if failure:
+            reason = f"The answer could not be scored ({failure})."
+            return Verdict(0.0, False, reason, {"score": 0.0})
         passed = score >= 1.0
         reason = "The generator's scorer accepts the answer." if passed else (
             f"The generator's scorer gives {score:.2f}." if text.strip() else "The final text is empty.")  # fmt: skip
@@ -219,17 +210,20 @@ class ReasoningGymDomain:
             if other != answer:
                 candidates.append(other)
                 break
+        return [Reference.single(text) for text in candidates if self._score(task, text)[0] < 1.0]
+
+    def _score(self, task: Task, text: str) -> tuple[float, str | None]:
+        """The generator's score of `text` in [0, 1] (under `NOISE_FLOOR`: 0), and the
+        exception's name if its scorer raised (reasoning-gym scorers can, on junk)."""
+        if not text.strip():
+            return 0.0, None
         dataset, item = self.entry(task.seed, task.difficulty)
-        kept = []
-        for text in candidates:
-            try:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    score = float(dataset.score_answer(text, item)) if text.strip() else 0.0
-            except Exception:
-                score = 0.0
-            if score < 1.0:
-                kept.append(Reference.single(text))
-        return kept
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # some scorers print as they go
+                score = min(max(float(dataset.score_answer(text, item)), 0.0), 1.0)
+        except Exception as exc:
+            return 0.0, type(exc).__name__
+        return (0.0 if score < NOISE_FLOOR else score), None
 
     def difficulty_measure(self, task: Task) -> float:
         """The sum of the curriculum levels the task was generated at."""
