@@ -8,6 +8,8 @@
     posttrain domains sample ID --n 3 --difficulty 2 [--seed 0] [--json]
     posttrain domains matrix           # domains per axis value (zeros too) and per occupied cell
     posttrain domains check [ID...] [--difficulties 1,5,10]   # the domain self-check
+    posttrain domains bench [ID...]    # tasks/s and verifications/s per domain
+    posttrain score --domain ID completions.jsonl   # score saved completions, per component
     posttrain sandbox doctor           # which isolation layers this machine offers, and why
     posttrain sandbox exec --timeout 5 --mem 256 -- python3 -c 'print(1)'
     posttrain sandbox bench            # warm pool vs fresh bwrap vs plain subprocess
@@ -20,18 +22,14 @@ naming what was wrong.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-if TYPE_CHECKING:
-    from posttrain.domains import Domain
-    from posttrain.types import Task
+from posttrain.cli_console import console, err_console, fail
+from posttrain.cli_domains import domains_app, score
 
 app = typer.Typer(
     help="Post-train language models: SFT → DPO → GRPO on verifiable tasks.",
@@ -39,17 +37,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-domains_app = typer.Typer(help="The domain matrix.", no_args_is_help=True)
 app.add_typer(domains_app, name="domains")
+app.command("score")(score)
 sandbox_app = typer.Typer(help="Isolated execution: doctor, exec, bench.", no_args_is_help=True)
 app.add_typer(sandbox_app, name="sandbox")
-console = Console()
-err_console = Console(stderr=True)
-
-
-def _fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code=2)
 
 
 @app.command()
@@ -77,7 +68,7 @@ def run(
     try:
         config = load_config(recipe, overrides)
     except ConfigError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     os.environ.setdefault("OMP_NUM_THREADS", str(config.model.threads))
     from posttrain.store import RunDirError
@@ -90,174 +81,12 @@ def run(
         with reporter.progress:
             result = run_recipe(config, reporter)
     except (ConfigError, RunDirError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     _print_results(result)
     console.print(
         f"\nrun directory: [bold]{result.run_dir}[/] (summary.md, metrics.jsonl, checkpoints/)"
     )
-
-
-@domains_app.command("list")
-def domains_list(
-    family: Annotated[
-        str | None, typer.Option(help="Only this family (the id part before '/').")
-    ] = None,
-    axis: Annotated[
-        list[str] | None,
-        typer.Option(help="axis=value, e.g. modality=table; repeat to combine (AND)."),
-    ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="A JSON list of {id, family, axes, max_turns}.")
-    ] = False,
-) -> None:
-    """List registered domains with their matrix cell."""
-    from posttrain.domains import all_domains, load_entry_points
-    from posttrain.domains.matrix import family_of, filter_domains, parse_axis_filter
-
-    load_entry_points()
-    try:
-        filters = dict(parse_axis_filter(text) for text in axis or [])
-        domains = filter_domains(all_domains(), family=family, axes_filters=filters)
-    except ValueError as exc:
-        _fail(str(exc))
-        return
-    if not domains:
-        families = sorted({family_of(d.id) for d in all_domains()})
-        err_console.print(f"no domains match (families: {', '.join(families)})", highlight=False)
-    if as_json:
-        rows = [
-            {
-                "id": d.id,
-                "family": family_of(d.id),
-                **dataclasses.asdict(d.axes),
-                "max_turns": d.max_turns,
-            }
-            for d in domains
-        ]
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    if not domains:
-        return
-    table = Table("id", "modality", "tools", "rounds", "verification")
-    for d in domains:
-        a = d.axes
-        table.add_row(d.id, a.modality, a.tools, a.rounds, a.verification)
-    console.print(table)
-
-
-@domains_app.command("show")
-def domains_show(
-    domain_id: Annotated[str, typer.Argument(help="A registered domain id.")],
-    seed: Annotated[int, typer.Option(help="Task seed.")] = 0,
-) -> None:
-    """The domain's axes, then a task at difficulties 1 and 5 with the reference's verdict."""
-    domain = _get_domain_or_fail(domain_id)
-    console.print(f"[bold]{domain.id}[/]", highlight=False)
-    for name, value in {**dataclasses.asdict(domain.axes), "max_turns": domain.max_turns}.items():
-        console.print(f"  {name:<13}{value}", highlight=False)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from rich.markup import escape
-
-    from posttrain.domains.check import _replay
-    from posttrain.models.tiny import build_tokenizer
-
-    tokenizer = build_tokenizer()
-    tokenizer.model_max_length = 1 << 30  # a reference may be longer than the tiny model's window
-    tasks = [domain.generate(seed, difficulty) for difficulty in (1, 5)]
-    references = [domain.reference(task) for task in tasks]
-    rollouts = _replay(domain, list(zip(tasks, references, strict=True)), tokenizer)
-    for task, reference, rollout in zip(tasks, references, rollouts, strict=True):
-        console.print(f"\n[bold]difficulty {task.difficulty}[/]  {task.id}", highlight=False)
-        _print_prompt(task)
-        calls = sum(len(turn.tool_calls) for turn in reference.turns)
-        after = f" (after {calls} tool call{'s' if calls != 1 else ''})" if calls else ""
-        console.print(f"  reference{after}:", highlight=False)
-        _print_verbatim(reference.final, indent=4)
-        v = rollout.verdict
-        mark = "[green]pass[/]" if v.passed else "[red]FAIL[/]"
-        why = escape(v.error or rollout.error or v.reason)
-        console.print(f"  verdict: {mark}, reward {v.reward:g} — {why}", highlight=False)
-
-
-@domains_app.command("sample")
-def domains_sample(
-    domain_id: Annotated[str, typer.Argument(help="A registered domain id.")],
-    n: Annotated[int, typer.Option("--n", "-n", help="How many tasks.")] = 3,
-    difficulty: Annotated[int, typer.Option(help="1..10.")] = 2,
-    seed: Annotated[int, typer.Option(help="The first task's seed; seeds run seed..seed+n-1.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="One Task JSON object per line.")] = False,
-) -> None:
-    """Generate n tasks and print each prompt and its answer."""
-    if not 1 <= difficulty <= 10:
-        _fail(f"--difficulty must be an integer in 1..10, got {difficulty}")
-    if n < 1:
-        _fail(f"--n must be at least 1, got {n}")
-    domain = _get_domain_or_fail(domain_id)
-    for i, task_seed in enumerate(range(seed, seed + n)):
-        task = domain.generate(task_seed, difficulty)
-        if as_json:
-            typer.echo(task.to_json())
-            continue
-        if i:
-            console.print()
-        console.print(f"[bold]{task.id}[/]", highlight=False)
-        _print_prompt(task)
-        answer = task.answer if isinstance(task.answer, str) else json.dumps(task.answer)
-        console.print("  answer:", highlight=False)
-        _print_verbatim(answer, indent=4)
-
-
-@domains_app.command("matrix")
-def domains_matrix() -> None:
-    """Domains per value of each axis (zeros shown), then every occupied cell."""
-    from rich.columns import Columns
-
-    from posttrain.domains import all_domains, load_entry_points
-    from posttrain.domains.matrix import AXES, TOTAL_CELLS, count_by_axis, occupied_cells
-
-    load_entry_points()
-    domains = all_domains()
-    tables = []
-    for axis, counts in count_by_axis(domains).items():
-        table = Table(axis, "domains", title=f"by {axis}")
-        for value, count in counts.items():
-            table.add_row(value, str(count), style=None if count else "dim")
-        tables.append(table)
-    console.print(Columns(tables, padding=(0, 2)))
-    cells = occupied_cells(domains)
-    cell_table = Table(*AXES, "domains", title="occupied cells")
-    for cell, ids in cells.items():
-        cell_table.add_row(*cell, ", ".join(ids))
-    console.print(cell_table)
-    console.print(
-        f"{len(domains)} domains, {len(cells)} occupied cells of {TOTAL_CELLS} possible",
-        highlight=False,
-    )
-
-
-def _get_domain_or_fail(domain_id: str) -> Domain:
-    from posttrain.domains import get_domain, load_entry_points
-
-    load_entry_points()
-    try:
-        return get_domain(domain_id)
-    except KeyError as exc:
-        _fail(str(exc.args[0]))  # exits
-        raise
-
-
-def _print_prompt(task: Task) -> None:
-    console.print("  prompt:", highlight=False)
-    for message in task.prompt:
-        console.print(f"    {message.role}:", highlight=False)
-        _print_verbatim(message.content, indent=6)
-
-
-def _print_verbatim(text: str, indent: int) -> None:
-    """Domain text as it is: no markup, emoji codes or wrapping (prompts hold code)."""
-    lines = "\n".join(" " * indent + line for line in (text.splitlines() or [""]))
-    console.print(lines, markup=False, highlight=False, emoji=False, soft_wrap=True)
 
 
 @sandbox_app.command("doctor")
@@ -298,7 +127,7 @@ def sandbox_exec(
         with Sandbox(spec) as sandbox:
             result = sandbox.exec(cmd, timeout=timeout)
     except (ValueError, SandboxUnavailable) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
@@ -321,61 +150,6 @@ def sandbox_bench(
     from posttrain.sandbox.bench import run_bench
 
     run_bench(n_trivial=trivial, n_pytest=pytest_files, out=console.print)
-
-
-@domains_app.command("check")
-def domains_check(
-    ids: Annotated[list[str] | None, typer.Argument(help="Domain ids (default: all).")] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Every registered domain.")] = False,
-    difficulties: Annotated[str, typer.Option(help="Comma-separated, 1..10.")] = "1,5",
-    seeds: Annotated[str, typer.Option(help="Comma-separated task seeds.")] = "0,1",
-) -> None:
-    """Check domains against the contract: API, determinism, reference, corruptions, junk."""
-    from posttrain.domains import all_domains, get_domain, load_entry_points
-
-    load_entry_points()
-    try:
-        levels = [int(x) for x in difficulties.split(",") if x.strip()]
-        seed_list = [int(x) for x in seeds.split(",") if x.strip()]
-    except ValueError:
-        _fail(
-            f"--difficulties and --seeds take comma-separated integers, got {difficulties!r}, {seeds!r}"
-        )
-        return
-    if not levels or any(not 1 <= d <= 10 for d in levels) or not seed_list:
-        _fail(
-            f"--difficulties must be integers in 1..10 and --seeds non-empty, got {difficulties!r}"
-        )
-        return
-    try:
-        domains = all_domains() if all_ or not ids else [get_domain(i) for i in ids]
-    except KeyError as exc:
-        _fail(str(exc.args[0]))
-        return
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from posttrain.domains.check import PROPERTIES, check_domains
-
-    results = check_domains(domains, difficulties=levels, seeds=seed_list)
-    table = Table("domain", "checks passed", "failed")
-    by_domain: dict[str, list[Any]] = {}
-    for r in results:
-        by_domain.setdefault(r.domain, []).append(r)
-    for name, rows in by_domain.items():
-        bad = [r.property for r in rows if not r.ok]
-        table.add_row(
-            name,
-            f"{len(rows) - len(bad)}/{len(PROPERTIES)}",
-            "[red]" + ", ".join(bad) + "[/]" if bad else "[green]none[/]",
-        )
-    console.print(table)
-    failed = [r for r in results if not r.ok]
-    for r in failed:
-        err_console.print(f"[red]FAIL[/] {r.domain} {r.property}: {r.detail}", highlight=False)
-    console.print(
-        f"{len(by_domain)} domains, {len(results) - len(failed)}/{len(results)} checks pass"
-    )
-    if failed:
-        raise typer.Exit(code=1)
 
 
 class _RichReporter:

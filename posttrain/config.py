@@ -118,6 +118,30 @@ class SandboxConfig(_Strict):
     )
 
 
+class DatasetConfig(_Strict):
+    """A domain built from the user's own JSONL/Parquet file (`posttrain.domains.dataset`)."""
+
+    id: str = Field(description="versioned domain id, e.g. 'mine/capitals-v1'")
+    path: str = Field(description="JSONL or Parquet file of {prompt|messages, answer} rows")
+    verifier: str | None = Field(
+        None, description="a named verifier: exact, numeric, math, set_f1, fuzzy or json"
+    )
+    reward: list[str] = Field(
+        default_factory=list, description="reward functions as 'pkg.module:function'"
+    )
+    reward_weights: list[float] | None = Field(
+        None, description="weights of the reward functions (default: equal)"
+    )
+    pass_threshold: float = Field(1.0, gt=0, le=1, description="reward at which an answer passes")
+    heldout_fraction: float = Field(0.1, ge=0, lt=1, description="rows kept for evaluation only")
+
+    @model_validator(mode="after")
+    def _one_scorer(self) -> DatasetConfig:
+        if (self.verifier is None) == (not self.reward):
+            raise ValueError(f"dataset {self.id!r}: give exactly one of 'verifier' and 'reward'")
+        return self
+
+
 class RunConfig(_Strict):
     name: str | None = Field(None, description="run directory name (default: a timestamp)")
     out_dir: str = Field("runs", description="where run directories go")
@@ -130,6 +154,9 @@ class RunConfig(_Strict):
             "tools/calculator-v1",
         ],
         description="domain ids of the mix (see `posttrain domains list`)",
+    )
+    datasets: list[DatasetConfig] = Field(
+        default_factory=list, description="domains from your own files; name their ids in domains"
     )
     max_new_tokens: int = Field(80, ge=1, description="token budget per assistant turn")
     model: ModelConfig = Field(default_factory=lambda: ModelConfig())

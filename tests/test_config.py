@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,14 @@ def test_config_to_yaml_writes_every_section() -> None:
 def test_a_number_like_value_for_a_string_field_is_kept_as_a_string() -> None:
     config = load_config(None, ["name=2024", "out_dir=123"])
     assert (config.name, config.out_dir) == ("2024", "123")
+
+
+def test_a_dataset_needs_exactly_one_of_verifier_and_reward() -> None:
+    base = {"id": "mine/x-v1", "path": "x.jsonl"}
+    with pytest.raises(ConfigError, match="exactly one of 'verifier' and 'reward'"):
+        load_config(overrides=[f"datasets=[{json.dumps(base)}]"])
+    both = {**base, "verifier": "exact", "reward": ["m:f"]}
+    with pytest.raises(ConfigError, match="exactly one of 'verifier' and 'reward'"):
+        load_config(overrides=[f"datasets=[{json.dumps(both)}]"])
+    config = load_config(overrides=[f"datasets=[{json.dumps({**base, 'verifier': 'exact'})}]"])
+    assert config.datasets[0].verifier == "exact" and config.datasets[0].heldout_fraction == 0.1

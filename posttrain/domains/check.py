@@ -172,7 +172,7 @@ def _determinism(
 
 def _reference(domain: base.Domain, seeds: Sequence[int], difficulties: Sequence[int], tokenizer: Any) -> str:  # fmt: skip
     tasks = [domain.generate(s, d) for s in seeds for d in difficulties]
-    rollouts = _replay(domain, [(t, domain.reference(t)) for t in tasks], tokenizer)
+    rollouts = replay_solutions(domain, [(t, domain.reference(t)) for t in tasks], tokenizer)
     for task, rollout in zip(tasks, rollouts, strict=True):
         verdict = rollout.verdict
         if not verdict.passed or verdict.reward < 1.0:
@@ -194,7 +194,9 @@ def _corruptions(domain: base.Domain, seeds: Sequence[int], difficulties: Sequen
     if not pairs:
         raise _Failed("corrupt() returned no solutions")
     lowest = 1.0
-    for (task, wrong), rollout in zip(pairs, _replay(domain, pairs, tokenizer), strict=True):
+    for (task, wrong), rollout in zip(
+        pairs, replay_solutions(domain, pairs, tokenizer), strict=True
+    ):
         v = rollout.verdict
         if v.error:
             raise _Failed(f"{task.id}: the verifier raised on a corruption: {v.error}")
@@ -218,7 +220,9 @@ def _wrong_answers(domain: base.Domain, seeds: Sequence[int], difficulties: Sequ
             shifted = str(int(task.answer) + 1)
             turns = list(reference.turns[:-1]) + [Message("assistant", shifted)]
             pairs.append((task, Reference(turns)))
-    for (task, wrong), rollout in zip(pairs, _replay(domain, pairs, tokenizer), strict=True):
+    for (task, wrong), rollout in zip(
+        pairs, replay_solutions(domain, pairs, tokenizer), strict=True
+    ):
         if rollout.verdict.passed:
             raise _Failed(f"{task.id}: wrong answer {wrong.final[:60]!r} passed")
         if rollout.verdict.error:
@@ -252,7 +256,7 @@ def _junk(domain: base.Domain, seed: int, difficulties: Sequence[int], tokenizer
             battery["answer in prose"] = f"Let me think. I believe the answer is {final}, surely."
         for name, text in battery.items():
             pairs.append((task, name, Reference.single(text)))
-    rollouts = _replay(domain, [(t, r) for t, _, r in pairs], tokenizer)
+    rollouts = replay_solutions(domain, [(t, r) for t, _, r in pairs], tokenizer)
     for (task, name, _), rollout in zip(pairs, rollouts, strict=True):
         v = rollout.verdict
         if v.error:
@@ -281,8 +285,9 @@ def _difficulty(domain: base.Domain, seeds: Sequence[int]) -> str:
 # ----------------------------------------------------------------------------- plumbing
 
 
-def _replay(domain: base.Domain, pairs: Sequence[tuple[Task, Reference]], tokenizer: Any) -> list[Rollout]:  # fmt: skip
-    """Each (task, reference) played through the real episode loop; tasks get unique keys."""
+def replay_solutions(domain: base.Domain, pairs: Sequence[tuple[Task, Reference]], tokenizer: Any) -> list[Rollout]:  # fmt: skip
+    """Each (task, solution) played through the real episode loop (tasks get unique keys),
+    one rollout per pair in order: the self-check, `domains show` and `posttrain score`."""
     from posttrain.engines.base import SamplingParams
     from posttrain.engines.replay import ReplayEngine
     from posttrain.rollout.episode import run_episodes

@@ -25,6 +25,10 @@ STREAM_BASES = {
 }
 
 
+# A stream that meets only held-out prompts this many times in a row gives up.
+MAX_CONSECUTIVE_SKIPS = 10_000
+
+
 def prompt_key(task: Task) -> str:
     return task.domain + "\x00" + "\x00".join(m.content for m in task.prompt)
 
@@ -62,6 +66,7 @@ class TaskSampler:
         self.rng = random.Random(f"{stream}|{seed}")
         self.next_seed = STREAM_BASES[stream] + seed * 10**6
         self.adaptive = adaptive
+        self.stream = stream
         self.pass_rates: dict[tuple[str, int], float] = {}
 
     def cell_weight(self, domain_id: str, difficulty: int) -> float:
@@ -83,6 +88,7 @@ class TaskSampler:
     def sample(self, count: int) -> list[Task]:
         tasks: list[Task] = []
         cells = [(d, k) for d in range(len(self.domains)) for k in self.difficulties]
+        skipped = 0
         while len(tasks) < count:
             weights = [self.weights[d] * self.cell_weight(self.domains[d].id, k) for d, k in cells]
             d, difficulty = self.rng.choices(cells, weights=weights)[0]
@@ -90,4 +96,11 @@ class TaskSampler:
             self.next_seed += 1
             if prompt_key(task) not in self.exclude:
                 tasks.append(task)
+                skipped = 0
+            elif (skipped := skipped + 1) >= MAX_CONSECUTIVE_SKIPS:
+                raise ValueError(
+                    f"the {self.stream!r} stream drew {skipped} held-out prompts in a row (last "
+                    f"from {task.domain}): the mix has too few distinct tasks outside the "
+                    "held-out set; lower eval.tasks_per_domain or add data"
+                )
         return tasks

@@ -25,8 +25,9 @@ import torch
 from transformers.utils import logging as hf_logging
 
 from posttrain.config import ConfigError, RunConfig, config_to_yaml
-from posttrain.domains import get_domain
+from posttrain.domains import get_domain, register
 from posttrain.domains.base import Domain
+from posttrain.domains.dataset import DatasetDomain, DatasetError
 from posttrain.engines.hf import HFEngine
 from posttrain.eval.evaluate import EvalResult, compare, evaluate
 from posttrain.eval.stats import PairedComparison
@@ -81,6 +82,8 @@ class RecipeResult:
 
 
 def resolve_domains(config: RunConfig) -> list[Domain]:
+    """The mix's domains, after registering the recipe's `datasets` (once per process)."""
+    register_datasets(config)
     domains = []
     for name in config.domains:
         try:
@@ -88,6 +91,32 @@ def resolve_domains(config: RunConfig) -> list[Domain]:
         except KeyError as exc:
             raise ConfigError(f"domains: {exc.args[0]}") from None
     return domains
+
+
+def register_datasets(config: RunConfig) -> None:
+    """Register each of `config.datasets` as a `DatasetDomain`; ConfigError on a bad one.
+    An id already registered by an identical dataset is left alone (a second run in one
+    process); any other clash is an error."""
+    for spec in config.datasets:
+        try:
+            domain = DatasetDomain(
+                spec.id, spec.path, spec.verifier, spec.reward, spec.reward_weights,
+                spec.pass_threshold, heldout_fraction=spec.heldout_fraction,
+                heldout_seed_offset=config.eval.seed_offset,
+            )  # fmt: skip
+        except DatasetError as exc:
+            raise ConfigError(f"datasets: {exc}") from None
+        try:
+            existing = get_domain(spec.id)
+        except KeyError:
+            existing = None
+        if existing is None:
+            try:
+                register(domain)
+            except ValueError as exc:
+                raise ConfigError(f"datasets: {exc}") from None
+        elif not (isinstance(existing, DatasetDomain) and vars(existing) == vars(domain)):
+            raise ConfigError(f"datasets: id {spec.id!r} is already a different domain")
 
 
 def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeResult:

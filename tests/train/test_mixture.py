@@ -66,3 +66,16 @@ def test_plain_sampler_ignores_observations() -> None:
     sampler = TaskSampler(DOMAINS[:1], "grpo", difficulties=[1, 2])
     sampler.observe(DOMAINS[0].generate(0, 1), [1.0] * 8)
     assert sampler.cell_weight(DOMAINS[0].id, 1) == sampler.cell_weight(DOMAINS[0].id, 2) == 1.0
+
+
+def test_a_stream_that_meets_only_heldout_prompts_gives_up_with_a_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from posttrain.train import mixture
+
+    domain = get_domain("arith/addition-v1")
+    excluded = {prompt_key(domain.generate(s, 1)) for s in range(10_000)}  # every d=1 prompt
+    monkeypatch.setattr(mixture, "MAX_CONSECUTIVE_SKIPS", 50)
+    sampler = TaskSampler([domain], "sft", difficulties=[1], exclude=excluded)
+    with pytest.raises(ValueError, match="too few distinct tasks outside the held-out set"):
+        sampler.sample(1)

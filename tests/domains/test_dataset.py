@@ -1,0 +1,166 @@
+"""Dataset domains: users' JSONL rows with a named verifier or reward functions by path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from posttrain.domains.check import check_domains
+from posttrain.domains.dataset import DatasetDomain, DatasetError, load_rows
+from posttrain.types import Message, Rollout, Task, Turn, Verdict
+
+FIXTURES = "tests.domains.reward_fixtures"
+
+
+def _write(path: Path, rows: list[object]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _words(tmp_path: Path, n: int = 40, **extra: object) -> Path:
+    rows = [{"prompt": f"Say the word w{i}.", "answer": f"w{i}", **extra} for i in range(n)]
+    return _write(tmp_path / "words.jsonl", rows)
+
+
+def _rollout(task: Task, text: str) -> Rollout:
+    turn = Turn(text=text, token_ids=[], logprobs=[], finish_reason="stop")
+    return Rollout("r", task.id, task.domain, task.difficulty, [], [], [], [],
+                   [Message("assistant", text)], [turn], Verdict(0.0, False, "unscored"))  # fmt: skip
+
+
+def test_a_named_verifier_domain_passes_the_self_check(tmp_path: Path) -> None:
+    domain = DatasetDomain("mine/words-v1", _words(tmp_path), verifier="exact")
+    assert [r for r in check_domains([domain], difficulties=(1, 5)) if not r.ok] == []
+
+
+def test_a_reward_function_domain_passes_the_self_check(tmp_path: Path) -> None:
+    domain = DatasetDomain("mine/words-v1", _words(tmp_path), reward=[f"{FIXTURES}:exact"])
+    assert [r for r in check_domains([domain], difficulties=(1,)) if not r.ok] == []
+
+
+def test_reward_functions_are_weighted_components(tmp_path: Path) -> None:
+    domain = DatasetDomain("mine/words-v1", _words(tmp_path),
+                           reward=[f"{FIXTURES}:exact", f"{FIXTURES}:short"],
+                           reward_weights=[3, 1], pass_threshold=0.75)  # fmt: skip
+    task = domain.generate(0, 1)
+    right = domain.verify(task, _rollout(task, task.answer), None)
+    assert (right.reward, right.passed, right.components) == (
+        1.0,
+        True,
+        {"exact": 1.0, "short": 1.0},
+    )
+    wrong = domain.verify(task, _rollout(task, "no"), None)
+    assert (wrong.reward, wrong.passed) == (0.25, False)
+
+
+def test_other_columns_reach_the_reward_function(tmp_path: Path) -> None:
+    path = _write(tmp_path / "u.jsonl", [{"prompt": "unit?", "answer": 1, "unit": "kg"}])
+    domain = DatasetDomain("mine/unit-v1", path, reward=[f"{FIXTURES}:uses_column"], heldout_fraction=0)  # fmt: skip
+    task = domain.generate(0, 1)
+    assert domain.verify(task, _rollout(task, "kg"), None).passed
+
+
+@pytest.mark.parametrize("name", ["raises", "out_of_range"])
+def test_a_failing_reward_function_is_a_verifier_error(tmp_path: Path, name: str) -> None:
+    domain = DatasetDomain("mine/words-v1", _words(tmp_path), reward=[f"{FIXTURES}:{name}"])
+    task = domain.generate(0, 1)
+    verdict = domain.verify(task, _rollout(task, task.answer), None)
+    assert (verdict.reward, verdict.passed) == (0.0, False) and verdict.error
+
+
+@pytest.mark.parametrize(
+    ("reward", "message"),
+    [
+        ("no_colon", "must look like"),
+        ("tests.domains.nowhere:f", "cannot import"),
+        (f"{FIXTURES}:missing", "no callable"),
+        (f"{FIXTURES}:not_callable", "no callable"),
+    ],
+)
+def test_a_bad_reward_path_fails_at_construction(tmp_path: Path, reward: str, message: str) -> None:
+    with pytest.raises(DatasetError, match=message):
+        DatasetDomain("mine/words-v1", _words(tmp_path), reward=[reward])
+
+
+def test_verifier_and_reward_are_exclusive_and_names_are_checked(tmp_path: Path) -> None:
+    path = _words(tmp_path)
+    with pytest.raises(DatasetError, match="exactly one"):
+        DatasetDomain("mine/w-v1", path)
+    with pytest.raises(DatasetError, match="exactly one"):
+        DatasetDomain("mine/w-v1", path, verifier="exact", reward=[f"{FIXTURES}:exact"])
+    with pytest.raises(DatasetError, match="unknown verifier 'exakt'"):
+        DatasetDomain("mine/w-v1", path, verifier="exakt")
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (["{not json"], ":1: not valid JSON"),
+        (['{"prompt": "p"}'], ":1: the row has no 'answer'"),
+        (
+            ['{"prompt": "p", "messages": [], "answer": 1}'],
+            "exactly one of 'prompt' and 'messages'",
+        ),
+        (['{"messages": [{"role": "bot", "content": "x"}], "answer": 1}'], "role"),
+        (
+            [
+                '{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}], "answer": 1}'
+            ],
+            "last message",
+        ),  # fmt: skip
+        (['{"prompt": "p", "answer": 1, "difficulty": 11}'], "difficulty must be an integer 1..10"),
+        (
+            ['{"prompt": "p", "answer": 1, "difficulty": 2}', '{"prompt": "q", "answer": 2}'],
+            "1 of 2 rows give a difficulty",
+        ),  # fmt: skip
+        (["[1, 2]"], "must be a JSON object"),
+        ([""], "holds no rows"),
+    ],
+)
+def test_bad_rows_name_the_file_line_and_problem(tmp_path: Path, lines: list[str], message: str) -> None:  # fmt: skip
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DatasetError, match=message):
+        load_rows(path)
+
+
+def test_a_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="does not exist"):
+        load_rows(tmp_path / "nope.jsonl")
+
+
+def test_training_and_heldout_seeds_never_share_a_row(tmp_path: Path) -> None:
+    domain = DatasetDomain("mine/words-v1", _words(tmp_path, n=50), verifier="exact",
+                           heldout_fraction=0.2, heldout_seed_offset=1000)  # fmt: skip
+    train = {domain.generate(s, 1).meta["row"] for s in range(300)}
+    heldout = {domain.generate(1000 + s, 1).meta["row"] for s in range(300)}
+    assert train and heldout and not train & heldout
+    assert 5 <= len(heldout) <= 16  # about a fifth of 50 rows
+
+
+def test_rows_with_difficulty_serve_the_nearest_level(tmp_path: Path) -> None:
+    rows = [{"prompt": f"p{i}", "answer": str(i), "difficulty": 2 + 6 * (i % 2)} for i in range(20)]
+    domain = DatasetDomain("mine/levels-v1", _write(tmp_path / "l.jsonl", rows),
+                           verifier="exact", heldout_fraction=0)  # fmt: skip
+    levels = [domain.generate(s, d).meta["row_difficulty"] for d in (1, 4, 6, 9) for s in range(5)]
+    assert levels == [2] * 10 + [8] * 10
+    measures = [domain.difficulty_measure(domain.generate(0, d)) for d in range(1, 11)]
+    assert measures == sorted(measures)
+
+
+def test_messages_rows_keep_the_conversation(tmp_path: Path) -> None:
+    row = {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}], "answer": 4}  # fmt: skip
+    domain = DatasetDomain("mine/chat-v1", _write(tmp_path / "c.jsonl", [row]), verifier="exact", heldout_fraction=0)  # fmt: skip
+    task = domain.generate(0, 3)
+    assert [m.role for m in task.prompt] == ["system", "user"]
+    assert domain.verify(task, _rollout(task, "4"), None).passed
+
+
+def test_task_for_row_is_the_row_whatever_its_split(tmp_path: Path) -> None:
+    domain = DatasetDomain("mine/words-v1", _words(tmp_path), verifier="exact")
+    task = domain.task_for_row(7)
+    assert (task.answer, task.id) == ("w7", "mine/words-v1@row7")
+    with pytest.raises(IndexError, match="0..39"):
+        domain.task_for_row(40)
