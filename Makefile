@@ -26,8 +26,8 @@ test-all: $(STAMP) lint types
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check posttrain tests bench
-	$(VENV)/bin/ruff format --check posttrain tests bench
+	$(VENV)/bin/ruff check posttrain tests bench examples
+	$(VENV)/bin/ruff format --check posttrain tests bench examples
 
 types: $(STAMP)
 	$(VENV)/bin/mypy posttrain
