@@ -96,8 +96,8 @@ def verdict(
 class AnswerDomain:
     """Base of single-turn, one-final-answer domains; see the module docstring."""
 
-    id: ClassVar[str]
-    axes: ClassVar[Axes]
+    id: str
+    axes: Axes
     instructions: ClassVar[str]
     max_turns = 1
     accepts_prose = False
