@@ -2,7 +2,7 @@
 
 Importing this package registers the starter domains (`STARTER_DOMAINS`), the ones
 the tiny built-in model learns on a CPU, and `code/function-synthesis-v1` (verified
-by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, ...: one package
+by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, `extract/`, ...: one package
 each, listed below), and the reasoning-gym generators as
 `rg/<name>-v1` (`reasoning_gym_adapter.py`); `load_entry_points()` adds third-party
 domains. Look domains up by versioned id:
@@ -17,6 +17,7 @@ from posttrain.domains.arithmetic import AdditionDomain
 from posttrain.domains.base import Axes, Domain, Session
 from posttrain.domains.calculator import CalculatorDomain
 from posttrain.domains.code_synthesis import FunctionSynthesisDomain
+from posttrain.domains.extract import DOMAINS as _EXTRACT
 from posttrain.domains.num import DOMAINS as _NUM
 from posttrain.domains.reasoning_gym_adapter import all_generators
 from posttrain.domains.registry import (
@@ -38,7 +39,7 @@ _STARTERS: tuple[Domain, ...] = (
 STARTER_DOMAINS: tuple[str, ...] = tuple(domain.id for domain in _STARTERS)
 register(FunctionSynthesisDomain())  # verified in the sandbox; beyond the tiny model for now
 # Our native families, one package each (docs/domains.md has the coverage table).
-for _family in (_NUM, _AGENTS):
+for _family in (_NUM, _AGENTS, _EXTRACT):
     for _domain in _family:
         register(_domain)
 for _generator in all_generators():  # rg/<name>-v1: reasoning-gym, imported on first use
