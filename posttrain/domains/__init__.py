@@ -2,7 +2,7 @@
 
 Importing this package registers the starter domains (`STARTER_DOMAINS`), the ones
 the tiny built-in model learns on a CPU, and `code/function-synthesis-v1` (verified
-by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, `extract/`, ...: one package
+by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, `extract/`, `tools_api/`, ...: one package
 each, listed below), and the reasoning-gym generators as
 `rg/<name>-v1` (`reasoning_gym_adapter.py`); `load_entry_points()` adds third-party
 domains. Look domains up by versioned id:
@@ -29,6 +29,7 @@ from posttrain.domains.registry import (
 )
 from posttrain.domains.sorting import SortDomain
 from posttrain.domains.strings import ReverseDomain
+from posttrain.domains.tools_api import DOMAINS as _TOOLS_API
 
 _STARTERS: tuple[Domain, ...] = (
     register(AdditionDomain()),
@@ -39,9 +40,9 @@ _STARTERS: tuple[Domain, ...] = (
 STARTER_DOMAINS: tuple[str, ...] = tuple(domain.id for domain in _STARTERS)
 register(FunctionSynthesisDomain())  # verified in the sandbox; beyond the tiny model for now
 # Our native families, one package each (docs/domains.md has the coverage table).
-for _family in (_NUM, _AGENTS, _EXTRACT):
-    for _domain in _family:
-        register(_domain)
+_NATIVE: tuple[Domain, ...] = (*_NUM, *_AGENTS, *_EXTRACT, *_TOOLS_API)
+for _domain in _NATIVE:
+    register(_domain)
 for _generator in all_generators():  # rg/<name>-v1: reasoning-gym, imported on first use
     register(_generator)
 
