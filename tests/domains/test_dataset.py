@@ -164,3 +164,20 @@ def test_task_for_row_is_the_row_whatever_its_split(tmp_path: Path) -> None:
     assert (task.answer, task.id) == ("w7", "mine/words-v1@row7")
     with pytest.raises(IndexError, match="0..39"):
         domain.task_for_row(40)
+
+
+def test_a_parquet_file_gives_the_same_rows_as_jsonl(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"prompt": f"p{i}", "answer": f"a{i}", "difficulty": 1 + i % 3} for i in range(6)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "rows.parquet")
+    from_parquet = load_rows(tmp_path / "rows.parquet")
+    from_jsonl = load_rows(_write(tmp_path / "rows.jsonl", rows))
+    assert from_parquet == from_jsonl
+
+
+def test_a_corrupt_parquet_file_is_named(tmp_path: Path) -> None:
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(DatasetError, match="not a readable Parquet file"):
+        load_rows(tmp_path / "bad.parquet")
