@@ -2,7 +2,7 @@
 
 Importing this package registers the starter domains (`STARTER_DOMAINS`), the ones
 the tiny built-in model learns on a CPU, and `code/function-synthesis-v1` (verified
-by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, `extract/`, `tools_api/`, `text_ops/`, `list_ops/`, ...: one package
+by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, `extract/`, `tools_api/`, `text_ops/`, `list_ops/`, `table/`, ...: one package
 each, listed below), and the reasoning-gym generators as
 `rg/<name>-v1` (`reasoning_gym_adapter.py`); `load_entry_points()` adds third-party
 domains. Look domains up by versioned id:
@@ -30,6 +30,7 @@ from posttrain.domains.registry import (
 )
 from posttrain.domains.sorting import SortDomain
 from posttrain.domains.strings import ReverseDomain
+from posttrain.domains.table import DOMAINS as _TABLE
 from posttrain.domains.text_ops import DOMAINS as _TEXT_OPS
 from posttrain.domains.tools_api import DOMAINS as _TOOLS_API
 
@@ -42,7 +43,15 @@ _STARTERS: tuple[Domain, ...] = (
 STARTER_DOMAINS: tuple[str, ...] = tuple(domain.id for domain in _STARTERS)
 register(FunctionSynthesisDomain())  # verified in the sandbox; beyond the tiny model for now
 # Our native families, one package each (docs/domains.md has the coverage table).
-_NATIVE: tuple[Domain, ...] = (*_NUM, *_AGENTS, *_EXTRACT, *_TOOLS_API, *_TEXT_OPS, *_LIST_OPS)
+_NATIVE: tuple[Domain, ...] = (
+    *_NUM,
+    *_AGENTS,
+    *_EXTRACT,
+    *_TOOLS_API,
+    *_TEXT_OPS,
+    *_LIST_OPS,
+    *_TABLE,
+)
 for _domain in _NATIVE:
     register(_domain)
 for _generator in all_generators():  # rg/<name>-v1: reasoning-gym, imported on first use
