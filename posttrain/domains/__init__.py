@@ -2,7 +2,7 @@
 
 Importing this package registers the starter domains (`STARTER_DOMAINS`), the ones
 the tiny built-in model learns on a CPU, and `code/function-synthesis-v1` (verified
-by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, `extract/`, `tools_api/`, `text_ops/`, `list_ops/`, `table/`, ...: one package
+by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, `extract/`, `tools_api/`, `text_ops/`, `list_ops/`, `table/`, `pytool/`, ...: one package
 each, listed below), and the reasoning-gym generators as
 `rg/<name>-v1` (`reasoning_gym_adapter.py`); `load_entry_points()` adds third-party
 domains. Look domains up by versioned id:
@@ -20,6 +20,7 @@ from posttrain.domains.code_synthesis import FunctionSynthesisDomain
 from posttrain.domains.extract import DOMAINS as _EXTRACT
 from posttrain.domains.list_ops import DOMAINS as _LIST_OPS
 from posttrain.domains.num import DOMAINS as _NUM
+from posttrain.domains.pytool import DOMAINS as _PYTOOL
 from posttrain.domains.reasoning_gym_adapter import all_generators
 from posttrain.domains.registry import (
     all_domains,
@@ -51,6 +52,7 @@ _NATIVE: tuple[Domain, ...] = (
     *_TEXT_OPS,
     *_LIST_OPS,
     *_TABLE,
+    *_PYTOOL,
 )
 for _domain in _NATIVE:
     register(_domain)
