@@ -125,8 +125,8 @@ class DialogSession:
 class DialogDomain:
     """Base of the `dialog` domains; see the module docstring."""
 
-    id: ClassVar[str]
-    axes: ClassVar[Axes]
+    id: str
+    axes: Axes
     max_turns: ClassVar[int]
 
     # -- what a subclass writes ------------------------------------------------------
