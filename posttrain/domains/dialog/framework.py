@@ -30,7 +30,7 @@ import copy
 import random
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from posttrain.domains.base import Axes, Session, check_difficulty, task_id, task_rng
 from posttrain.types import Message, Observation, Reference, Rollout, Task, ToolCall, Verdict
@@ -127,7 +127,7 @@ class DialogDomain:
 
     id: str
     axes: Axes
-    max_turns: ClassVar[int]
+    max_turns: int
 
     # -- what a subclass writes ------------------------------------------------------
 
