@@ -31,6 +31,7 @@ from posttrain.domains.registry import (
     load_entry_points,
     register,
 )
+from posttrain.domains.rg_pools import all_pooled
 from posttrain.domains.sorting import SortDomain
 from posttrain.domains.strings import ReverseDomain
 from posttrain.domains.table import DOMAINS as _TABLE
@@ -62,6 +63,8 @@ for _domain in _NATIVE:
     register(_domain)
 for _generator in all_generators():  # rg/<name>-v1: reasoning-gym, imported on first use
     register(_generator)
+for _pooled in all_pooled():  # rg/<name>-v1 of slow generators, from pre-generated pools
+    register(_pooled)
 
 __all__ = [
     "STARTER_DOMAINS",
