@@ -2,7 +2,7 @@
 
 Importing this package registers the starter domains (`STARTER_DOMAINS`), the ones
 the tiny built-in model learns on a CPU, and `code/function-synthesis-v1` (verified
-by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, `extract/`, `tools_api/`, `text_ops/`, `list_ops/`, `table/`, `pytool/`, `docqa/`, `dialog/`, `codeqa/`, ...: one package
+by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, `extract/`, `tools_api/`, `text_ops/`, `list_ops/`, `table/`, `pytool/`, `docqa/`, `dialog/`, `codeqa/`, `geo/`, ...: one package
 each, listed below), and the reasoning-gym generators as
 `rg/<name>-v1` (`reasoning_gym_adapter.py`); `load_entry_points()` adds third-party
 domains. Look domains up by versioned id:
@@ -21,6 +21,7 @@ from posttrain.domains.codeqa import DOMAINS as _CODEQA
 from posttrain.domains.dialog import DOMAINS as _DIALOG
 from posttrain.domains.docqa import DOMAINS as _DOCQA
 from posttrain.domains.extract import DOMAINS as _EXTRACT
+from posttrain.domains.geo import DOMAINS as _GEO
 from posttrain.domains.list_ops import DOMAINS as _LIST_OPS
 from posttrain.domains.num import DOMAINS as _NUM
 from posttrain.domains.pytool import DOMAINS as _PYTOOL
@@ -60,6 +61,7 @@ _NATIVE: tuple[Domain, ...] = (
     *_DOCQA,
     *_DIALOG,
     *_CODEQA,
+    *_GEO,
 )
 for _domain in _NATIVE:
     register(_domain)
