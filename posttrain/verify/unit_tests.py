@@ -18,18 +18,15 @@ lists, dicts with string keys, bools, None); tuples come back as lists.
 
 from __future__ import annotations
 
-import atexit
 import json
 import secrets
-import threading
 from dataclasses import dataclass
 from typing import Any
 
-from posttrain.sandbox import SandboxError, SandboxPool, SandboxSpec
+from posttrain.sandbox import SandboxError, SandboxSpec
+from posttrain.sandbox.shared import shared_pool
 
 SPEC = SandboxSpec(memory_mb=512, timeout_s=5.0, max_processes=16, output_cap=1 << 20)
-_pool: SandboxPool | None = None
-_pool_lock = threading.Lock()
 
 _HARNESS = """
 import json as _json, sys as _sys
@@ -56,22 +53,13 @@ class CaseOutcome:
     detail: str = ""  # stderr tail when the code did not even load
 
 
-def _shared_pool() -> SandboxPool:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = SandboxPool(size=1, spec=SPEC, max_tasks=1)
-            atexit.register(_pool.close)
-        return _pool
-
-
 def run_hidden_cases(code: str, function: str, cases: list[list[Any]], timeout: float = 5.0) -> CaseOutcome:  # fmt: skip
     """Run `function(*args)` for each case after `code`, in a sandbox; never raises."""
     marker = f"@@posttrain-{secrets.token_hex(8)}@@"
     harness = _HARNESS.format(cases=json.dumps(cases), function=function, marker=marker)
     program = f"{code}\n{harness}"
     try:
-        with _shared_pool().lease(timeout=60) as sandbox:
+        with shared_pool("unit-tests", SPEC, size=1, max_tasks=1).lease(timeout=60) as sandbox:
             result = sandbox.run_python(program, timeout=timeout)
     except (SandboxError, TimeoutError) as exc:
         return CaseOutcome([None] * len(cases), [None] * len(cases), error=f"sandbox: {exc}")

@@ -47,9 +47,9 @@ def test_endless_loop_times_out_as_a_failed_run() -> None:
 
 
 def test_a_missing_sandbox_is_an_error_not_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
-    def unavailable() -> None:
+    def unavailable(*args: object, **kwargs: object) -> None:
         raise SandboxUnavailable("no isolation here")
 
-    monkeypatch.setattr(unit_tests, "_shared_pool", unavailable)
+    monkeypatch.setattr(unit_tests, "shared_pool", unavailable)
     outcome = run_hidden_cases("def total(xs): return 0\n", "total", CASES)
     assert outcome.error and "no isolation" in outcome.error

@@ -27,16 +27,15 @@ computed rather than typed into the code.
 
 from __future__ import annotations
 
-import atexit
 import random
 import re
-import threading
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from posttrain.domains.base import Axes, Session, check_difficulty, task_id, task_rng
 from posttrain.domains.tools_api.framework import close_enough, graded, strict_decimal
-from posttrain.sandbox import SandboxError, SandboxPool, SandboxSpec
+from posttrain.sandbox import SandboxError, SandboxSpec
+from posttrain.sandbox.shared import shared_pool
 from posttrain.tools.parse import format_tool_call, function_schema
 from posttrain.types import Message, Observation, Reference, Rollout, Task, ToolCall, Verdict
 from posttrain.verify.answers import strict_integer
@@ -69,18 +68,6 @@ AnswerKind = Literal["decimal", "integer", "ids"]
 _DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 _INTEGER = re.compile(r"(?<![0-9.])-?[0-9]+(?![0-9.])")
 _ID_LIST = re.compile(r"[A-Z][0-9]{3,8}(?:\s*,\s*[A-Z][0-9]{3,8})*")
-_pool: SandboxPool | None = None
-_pool_lock = threading.Lock()
-
-
-def shared_pool() -> SandboxPool:
-    """The process-wide pool that serves python calls (started on first use)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = SandboxPool(size=2, spec=SPEC, max_tasks=500)
-            atexit.register(_pool.close)
-        return _pool
 
 
 def clip(text: str, limit: int = OBSERVATION_CHARS) -> str:
@@ -93,7 +80,7 @@ def clip(text: str, limit: int = OBSERVATION_CHARS) -> str:
 def run_code(code: str, files: dict[str, str]) -> Observation:
     """`code` run in a pooled sandbox with `files` in its workspace; never raises."""
     try:
-        with shared_pool().lease(timeout=120) as sandbox:
+        with shared_pool("pytool", SPEC, size=2, max_tasks=500).lease(timeout=120) as sandbox:
             for path, data in files.items():
                 sandbox.write_file(path, data)
             result = sandbox.run_python(code, timeout=CALL_TIMEOUT_S)
