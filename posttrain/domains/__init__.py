@@ -2,7 +2,7 @@
 
 Importing this package registers the starter domains (`STARTER_DOMAINS`), the ones
 the tiny built-in model learns on a CPU, and `code/function-synthesis-v1` (verified
-by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, `extract/`, `tools_api/`, `text_ops/`, `list_ops/`, `table/`, `pytool/`, `docqa/`, `dialog/`, `codeqa/`, `geo/`, ...: one package
+by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, `extract/`, `tools_api/`, `text_ops/`, `list_ops/`, `table/`, `pytool/`, `docqa/`, `dialog/`, `codeqa/`, `geo/`, `coding/`: one package
 each, listed below), and the reasoning-gym generators as
 `rg/<name>-v1` (`reasoning_gym_adapter.py`); `load_entry_points()` adds third-party
 domains. Look domains up by versioned id:
@@ -18,6 +18,7 @@ from posttrain.domains.base import Axes, Domain, Session
 from posttrain.domains.calculator import CalculatorDomain
 from posttrain.domains.code_synthesis import FunctionSynthesisDomain
 from posttrain.domains.codeqa import DOMAINS as _CODEQA
+from posttrain.domains.coding import DOMAINS as _CODING
 from posttrain.domains.dialog import DOMAINS as _DIALOG
 from posttrain.domains.docqa import DOMAINS as _DOCQA
 from posttrain.domains.extract import DOMAINS as _EXTRACT
@@ -62,6 +63,7 @@ _NATIVE: tuple[Domain, ...] = (
     *_DIALOG,
     *_CODEQA,
     *_GEO,
+    *_CODING,
 )
 for _domain in _NATIVE:
     register(_domain)

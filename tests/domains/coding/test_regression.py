@@ -1,0 +1,43 @@
+"""`coding/write-regression-test-v1`: a test must fail on the bug and pass on the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from posttrain.domains.coding.domain import tool_turn
+from posttrain.domains.coding.regression import (
+    TEST_PATH,
+    WriteRegressionTestDomain,
+    regression_test_source,
+)
+from posttrain.sandbox import layers
+from posttrain.types import Message
+
+from .replay import play
+
+pytestmark = pytest.mark.skipif(layers.best_mode() is None, reason="no isolation on this machine")
+DOMAIN = WriteRegressionTestDomain()
+
+
+def test_the_repositorys_own_tests_hold_no_failing_case() -> None:
+    task = DOMAIN.generate(0, 2)
+    failing = [c["name"] for c in task.meta["cases"] if c["f2p"]]
+    text = "".join(t for p, t in task.files.items() if p.startswith("tests/"))
+    assert failing and not any(f"def {name}(" in text for name in failing)
+
+
+def test_a_passing_test_beside_the_catching_one_still_passes() -> None:
+    task = DOMAIN.generate(1, 3)
+    witness = task.meta["bugs"][0]["witness"]
+    content = (
+        regression_test_source(task.meta["package"], witness)
+        + "\n\ndef test_trivial():\n    assert 1 + 1 == 2\n"
+    )
+    verdict = play(DOMAIN, task, [tool_turn("write_file", path=TEST_PATH, content=content), Message("assistant", "ok")])  # fmt: skip
+    assert verdict.passed
+
+
+def test_a_test_that_cannot_import_fails_on_both_counts() -> None:
+    task = DOMAIN.generate(1, 3)
+    verdict = play(DOMAIN, task, [tool_turn("write_file", path=TEST_PATH, content="import nope\n"), Message("assistant", "ok")])  # fmt: skip
+    assert not verdict.passed and verdict.components["passes_on_fixed"] == 0.0
