@@ -163,7 +163,7 @@ def test_domains_sample_an_out_of_range_option_exits_2_naming_it(
 def test_domains_matrix_shows_values_no_domain_uses() -> None:
     result = posttrain("domains", "matrix")
     assert result.returncode == 0
-    assert re.search(r"│ geometry\s+│ 0\s+│", result.stdout)
+    assert re.search(r"│ cad_kernel\s+│ 0\s+│", result.stdout)
 
 
 def test_domains_matrix_lists_occupied_cells_and_the_total() -> None:

@@ -160,3 +160,19 @@ def test_occupied_cells_follow_the_axis_value_order() -> None:
 
 def test_no_domains_occupy_no_cells() -> None:
     assert occupied_cells([]) == {}
+
+
+def test_the_registry_meets_the_counting_rules() -> None:
+    """DESIGN.md: ≥ 200 counted domains, ≥ 80 our own, no family over 10% except rg/,
+    ≥ 40 occupied cells."""
+    from collections import Counter
+
+    from posttrain.domains import all_domains
+
+    domains = all_domains()
+    families = Counter(family_of(d.id) for d in domains)
+    own = len(domains) - families["rg"]
+    largest = max(n for family, n in families.items() if family != "rg")
+    assert len(domains) >= 200 and own >= 80, (len(domains), own)
+    assert largest <= 0.10 * len(domains), families
+    assert len(occupied_cells(domains)) >= 40
