@@ -251,7 +251,7 @@ def _print_verbatim(text: str, indent: int) -> None:
 def domains_bench(
     ids: Annotated[list[str] | None, typer.Argument(help="Domain ids (default: all).")] = None,
     family: Annotated[str | None, typer.Option(help="Only this family.")] = None,
-    tasks: Annotated[int, typer.Option(help="Tasks per domain per run.")] = 50,
+    tasks: Annotated[int, typer.Option(help="Tasks per domain per run.")] = 20,
     repeats: Annotated[int, typer.Option(help="Runs per domain; figures are medians.")] = 3,
     as_json: Annotated[bool, typer.Option("--json", help="A JSON list of results.")] = False,
 ) -> None:
@@ -271,18 +271,23 @@ def domains_bench(
     domains = filter_domains(domains, family=family)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     before = machine_load()
-    results = bench_domains(domains, tasks=tasks, repeats=repeats)
-    after = machine_load()
     if as_json:
+        results = bench_domains(domains, tasks=tasks, repeats=repeats)
         typer.echo(json.dumps([dataclasses.asdict(r) for r in results], indent=2))
         return
-    table = Table("domain", "tasks/s", "verifications/s", "gen ms (median)", "verify ms (median)")
-    for r in results:
-        mark = " (sandbox)" if r.uses_sandbox else ""
-        mark += "" if r.all_passed else " [red]references failed[/]"
-        table.add_row(r.domain + mark, f"{r.tasks_per_s:,.0f}", f"{r.verifications_per_s:,.0f}",
-                      f"{r.generate_ms_median:.3f}", f"{r.verify_ms_median:.3f}")  # fmt: skip
-    console.print(table)
+    header = f"{'domain':<44} {'tasks/s':>10} {'verif./s':>10} {'gen ms':>8} {'verify ms':>9}"
+    console.print(header, highlight=False)
+
+    def row(r: Any) -> None:  # one line per domain as soon as it is measured
+        mark = (" (sandbox)" if r.uses_sandbox else "") + (
+            "" if r.all_passed else " REFERENCES FAILED"
+        )
+        console.print(f"{r.domain:<44} {r.tasks_per_s:>10,.0f} {r.verifications_per_s:>10,.0f} "
+                      f"{r.generate_ms_median:>8.3f} {r.verify_ms_median:>9.3f}{mark}",
+                      highlight=False, markup=False)  # fmt: skip
+
+    results = bench_domains(domains, tasks=tasks, repeats=repeats, on_result=row)
+    after = machine_load()
     plain = [r for r in results if not r.uses_sandbox]
     if plain:
         # Verifications per second over all of them: total verifications / total verify time.

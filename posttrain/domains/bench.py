@@ -1,12 +1,14 @@
 """How fast each domain generates and verifies tasks (`posttrain domains bench`).
 
-    results = bench_domains(all_domains(), tasks=50, repeats=3)
+    results = bench_domains(all_domains(), tasks=20, repeats=3)
     for r in results: print(r.domain, r.tasks_per_s, r.verifications_per_s)
 
 Per domain and per repeat, `tasks` tasks are generated (difficulties cycling 1..10, each
-call timed) and their references played through the real episode loop, where only the
-domain's `verify` calls are timed — the verifier's own cost, with the session state a
-real episode leaves, without tokenization. Each figure is the median over `repeats`.
+call timed) and their references verified, only the `verify` call timed: single-turn
+domains get a one-turn rollout of the reference's final text; domains with sessions
+have their references played through the real episode loop, so `verify` sees the
+session state a real episode leaves. Each figure is the median over `repeats`;
+`on_result` receives each domain's figures as soon as they exist.
 `machine_load()` says what else was running, to print beside the figures.
 
 Not guaranteed: figures are single-threaded wall-clock rates on whatever else the machine
@@ -18,13 +20,13 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from posttrain.domains.base import Domain, Session
 from posttrain.domains.check import replay_solutions
-from posttrain.types import Rollout, Task, Verdict
+from posttrain.types import Message, Rollout, Task, Turn, Verdict
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,10 @@ def machine_load() -> str:
 
 
 def bench_domains(
-    domains: Sequence[Domain], tasks: int = 50, repeats: int = 3
+    domains: Sequence[Domain],
+    tasks: int = 20,
+    repeats: int = 3,
+    on_result: Callable[[DomainBench], None] | None = None,
 ) -> list[DomainBench]:
     """One `DomainBench` per domain; see the module docstring."""
     if tasks < 1 or repeats < 1:
@@ -54,7 +59,12 @@ def bench_domains(
 
     tokenizer = build_tokenizer()
     tokenizer.model_max_length = 1 << 30  # references may be longer than the tiny model's window
-    return [_bench_one(domain, tasks, repeats, tokenizer) for domain in domains]
+    results = []
+    for domain in domains:
+        results.append(_bench_one(domain, tasks, repeats, tokenizer))
+        if on_result is not None:
+            on_result(results[-1])
+    return results
 
 
 def _bench_one(domain: Domain, tasks: int, repeats: int, tokenizer: Any) -> DomainBench:
@@ -72,8 +82,11 @@ def _bench_one(domain: Domain, tasks: int, repeats: int, tokenizer: Any) -> Doma
         gen_ms.append(statistics.median(times) * 1e3)
         timed.seconds.clear()
         pairs = [(task, domain.reference(task)) for task in generated]
-        rollouts = replay_solutions(timed, pairs, tokenizer)  # type: ignore[arg-type]
-        all_passed = all_passed and all(r.verdict.passed for r in rollouts)
+        if hasattr(domain, "open"):  # sessions: the state a real episode leaves
+            verdicts = [r.verdict for r in replay_solutions(timed, pairs, tokenizer)]  # type: ignore[arg-type]
+        else:  # single-turn: the final text is all a verifier reads; skip tokenization
+            verdicts = [timed.verify(t, _one_turn(t, ref.final), None) for t, ref in pairs]
+        all_passed = all_passed and all(v.passed for v in verdicts)
         verify_rates.append(len(timed.seconds) / sum(timed.seconds))
         verify_ms.append(statistics.median(timed.seconds) * 1e3)
     return DomainBench(
@@ -82,9 +95,16 @@ def _bench_one(domain: Domain, tasks: int, repeats: int, tokenizer: Any) -> Doma
         statistics.median(verify_rates),
         statistics.median(gen_ms),
         statistics.median(verify_ms),
-        domain.axes.verification == "unit_tests",
+        domain.axes.verification == "unit_tests" or domain.axes.tools in ("python", "shell"),
         all_passed,
     )
+
+
+def _one_turn(task: Task, text: str) -> Rollout:
+    turn = Turn(text=text, token_ids=[], logprobs=[], finish_reason="stop")
+    return Rollout(f"bench-{task.id}", task.id, task.domain, task.difficulty, [], [], [], [],
+                   [*task.prompt, Message("assistant", text)], [turn],
+                   Verdict(0.0, False, "not yet verified"))  # fmt: skip
 
 
 class _TimedVerify:
