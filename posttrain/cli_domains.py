@@ -279,6 +279,9 @@ def domains_bench(
     console.print(header, highlight=False)
 
     def row(r: Any) -> None:  # one line per domain as soon as it is measured
+        if r.error:
+            console.print(f"{r.domain:<44} FAILED: {r.error}", highlight=False, markup=False)
+            return
         mark = (" (sandbox)" if r.uses_sandbox else "") + (
             "" if r.all_passed else " REFERENCES FAILED"
         )
@@ -288,7 +291,7 @@ def domains_bench(
 
     results = bench_domains(domains, tasks=tasks, repeats=repeats, on_result=row)
     after = machine_load()
-    plain = [r for r in results if not r.uses_sandbox]
+    plain = [r for r in results if not r.uses_sandbox and not r.error]
     if plain:
         # Verifications per second over all of them: total verifications / total verify time.
         overall = len(plain) / sum(1.0 / r.verifications_per_s for r in plain)
@@ -300,6 +303,10 @@ def domains_bench(
         )
     console.print(f"{tasks} tasks × {repeats} runs per domain; {before} before, {after} after",
                   highlight=False)  # fmt: skip
+    broken = [r.domain for r in results if r.error]
+    if broken:
+        err_console.print(f"[red]{len(broken)} domains failed:[/] {', '.join(broken)}")
+        raise typer.Exit(code=1)
 
 
 def score(

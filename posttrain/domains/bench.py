@@ -38,6 +38,7 @@ class DomainBench:
     verify_ms_median: float
     uses_sandbox: bool
     all_passed: bool  # every reference verified as passed (a sanity check of the timing)
+    error: str | None = None  # the domain raised while generating or verifying: no figures
 
 
 def machine_load() -> str:
@@ -61,7 +62,11 @@ def bench_domains(
     tokenizer.model_max_length = 1 << 30  # references may be longer than the tiny model's window
     results = []
     for domain in domains:
-        results.append(_bench_one(domain, tasks, repeats, tokenizer))
+        try:
+            results.append(_bench_one(domain, tasks, repeats, tokenizer))
+        except Exception as exc:  # one broken domain must not end the benchmark of all
+            error = f"{type(exc).__name__}: {exc}"
+            results.append(DomainBench(domain.id, 0.0, 0.0, 0.0, 0.0, False, False, error))
         if on_result is not None:
             on_result(results[-1])
     return results

@@ -36,6 +36,7 @@ from posttrain.domains.base import Axes, Session, check_difficulty, task_id, tas
 from posttrain.types import Message, Reference, Rollout, Task, Verdict
 
 VERSION = "0.1.25"
+MAX_REDRAWS = 8  # seeds tried for one task when a generator gives up on one
 NOISE_FLOOR = 0.05  # scores below are 0: several scorers give 0.01 to any wrong answer
 GENERATORS: dict[str, tuple[str, ...]] = {
     "algebra": (
@@ -248,14 +249,26 @@ def _curriculum(name: str) -> Any:
 
 @functools.lru_cache(maxsize=4096)
 def _entry(name: str, domain_id: str, seed: int, difficulty: int, levels: tuple[tuple[str, int], ...]) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+    """The generator's (dataset, entry) for this task. A generator that gives up on its
+    seed (tsumego raises RuntimeError on some) gets the next seed drawn from the same
+    task rng, so the task stays deterministic; the first draw is unchanged."""
+    rng = task_rng(domain_id, seed, difficulty)
+    for attempt in range(MAX_REDRAWS):
+        try:
+            return _entry_at(name, rng.getrandbits(31), dict(levels))
+        except RuntimeError:
+            if attempt == MAX_REDRAWS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _entry_at(name: str, rg_seed: int, wanted: dict[str, int]) -> tuple[Any, dict[str, Any]]:
     from reasoning_gym import factory
 
-    rg_seed = task_rng(domain_id, seed, difficulty).getrandbits(31)
     curriculum = _curriculum(name)
     if curriculum is None:
         dataset = factory.create_dataset(name, seed=rg_seed, size=1)
         return dataset, dataset[0]
-    wanted = dict(levels)
     for step in range(
         12
     ):  # some generators reject their own top levels: step down, deterministically

@@ -42,3 +42,18 @@ def test_bad_counts_are_refused() -> None:
 
 def test_machine_load_names_the_cores() -> None:
     assert machine_load().startswith("load ") and "cores" in machine_load()
+
+
+def test_a_domain_that_raises_is_reported_and_the_rest_go_on() -> None:
+    class Raising:
+        id = "broken/raises-v1"
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(get_domain("arith/addition-v1"), name)
+
+        def generate(self, seed: int, difficulty: int) -> None:
+            raise RuntimeError("generator gave up")
+
+    results = bench_domains([Raising(), get_domain("arith/addition-v1")], tasks=2, repeats=1)  # type: ignore[list-item]
+    assert results[0].error == "RuntimeError: generator gave up"
+    assert results[1].error is None and results[1].all_passed

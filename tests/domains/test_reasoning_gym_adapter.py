@@ -52,3 +52,11 @@ def test_reference_passes_and_a_wrong_answer_scores_zero() -> None:
     assert _judge("rg/basic_arithmetic-v1", task.answer).passed
     wrong = _judge("rg/basic_arithmetic-v1", "not a number")
     assert wrong.reward == 0.0 and not wrong.passed and NOISE_FLOOR > 0.01
+
+
+def test_a_generator_that_gives_up_on_a_seed_gets_the_next_draw() -> None:
+    # tsumego raises RuntimeError("Failed to generate a capture problem") on this task's
+    # first seed; the adapter redraws from the same task rng, deterministically.
+    domain = get_domain("rg/tsumego-v1")
+    task = domain.generate(2, 3)
+    assert task.prompt and domain.generate(2, 3).to_json() == task.to_json()
