@@ -101,13 +101,24 @@ def run_episodes(
     ]
     flat = [e for group in episodes for e in group]
 
+    # A prompt that leaves no room for the turn in the model's window never reaches it.
+    fitting = []
+    for group in episodes:
+        used = len(group[0].prompt_ids)
+        if max_context is not None and used + params.max_tokens > max_context:
+            for ep in group:
+                ep.error = f"context full: the prompt alone is {used} tokens of {max_context}"
+                ep.done = True
+        else:
+            fitting.append(group)
+
     # First turn: one request per task with n samples sharing the prompt's prefill.
     start = time.perf_counter()
     first = engine.generate(
-        [GenerationRequest(g[0].prompt_ids, params, key=g[0].task.id, turn=0) for g in episodes]
-    )
+        [GenerationRequest(g[0].prompt_ids, params, key=g[0].task.id, turn=0) for g in fitting]
+    ) if fitting else []  # fmt: skip
     elapsed = (time.perf_counter() - start) / max(1, len(flat))
-    for group, completions in zip(episodes, first, strict=True):
+    for group, completions in zip(fitting, first, strict=True):
         for ep, completion in zip(group, completions, strict=True):
             ep.model_seconds += elapsed
             _advance(ep, completion, tokenizer, max_context, params.max_tokens)

@@ -185,3 +185,13 @@ def test_env_tokens_keep_template_text_after_the_end_of_turn_token(tokenizer: An
     sampled = chatml.encode("call", add_special_tokens=False) + [chatml.eos_token_id]
     env = env_token_ids(chatml, history, [Message("tool", "12")], sampled)
     assert chatml.decode(env) == "\n<|bos|>tool\n12<|end|>\n<|bos|>assistant\n"
+
+
+def test_a_prompt_that_leaves_no_room_never_reaches_the_model(tokenizer: Any) -> None:
+    task = calculator_task()
+    [full] = replay([task], tokenizer)
+    limit = len(full.prompt_ids) + PARAMS.max_tokens - 1  # the prompt fits, a turn does not
+    engine = ReplayEngine(tokenizer)  # knows no task: a call to it would fail the test
+    [[too_long]] = run_episodes([task], engine, tokenizer, PARAMS, lookup, max_context=limit)
+    assert too_long.turns == [] and too_long.reward == 0.0
+    assert too_long.error is not None and "the prompt alone is" in too_long.error
