@@ -14,7 +14,7 @@ Not guaranteed: see each module's docstring.
 
 from __future__ import annotations
 
-from posttrain.domains.agents import bank, calendar, function_calling, orders, tickets
+from posttrain.domains.agents import bank, calendar, fc_followup, function_calling, orders, tickets
 from posttrain.domains.agents.episode_tasks import AgentTaskDomain
 from posttrain.domains.answer_domain import AnswerDomain
 
@@ -29,6 +29,7 @@ DOMAINS: tuple[AgentTaskDomain | AnswerDomain, ...] = (
     AgentTaskDomain("agent/tickets-triage-v1", tickets.DESK, tickets.triage_task),
     AgentTaskDomain("agent/tickets-priority-v1", tickets.DESK, tickets.priority_task),
     *function_calling.DOMAINS,
+    *fc_followup.DOMAINS,
 )
 
 __all__ = ["DOMAINS"]

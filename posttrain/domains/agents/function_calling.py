@@ -90,7 +90,7 @@ def _near_misses(name: str, args: dict[str, Any], other: str) -> list[ToolCall]:
     ]
 
 
-def _judge_one(task: Task, text: str) -> Verdict:
+def judge_one(task: Task, text: str) -> Verdict:
     calls = calls_in(text)
     if calls is None:
         return verdict(
@@ -126,7 +126,7 @@ class FunctionSelectDomain(AnswerDomain):
         return float(shown)
 
     def judge(self, task: Task, text: str) -> Verdict:
-        return _judge_one(task, text)
+        return judge_one(task, text)
 
     def wrong(self, task: Task) -> list[str]:
         gold = task.meta["call"]
@@ -231,7 +231,7 @@ class FunctionRelevanceDomain(FunctionSelectDomain):
             return verdict(
                 ok, f"{NO_CALL}: no listed function serves the request", why="got something else"
             )
-        return _judge_one(task, text)
+        return judge_one(task, text)
 
     def wrong(self, task: Task) -> list[str]:
         if task.meta["specs"]:
