@@ -59,6 +59,7 @@ EXCLUDED_POOLS: dict[str, str] = {
     "figlet_font": "its scorer gives 0.1 to the echoed prompt (d=1): per-letter credit",
     "sokoban": "generation too slow to pool here (about 8 s per task)",
     "jugs": "generation too slow to pool here (minutes per task at high difficulty)",
+    "n_queens": "another task's board passes its scorer (d=3): puzzles share solutions",
 }
 # Config overrides for the dataset object that scores: word_ladder's scorer looks up
 # words of the answer's length, and the pool spans lengths 3..5.
