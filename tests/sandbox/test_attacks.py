@@ -276,6 +276,18 @@ def test_host_secret_is_unreadable(
     assert result.stdout.startswith("DENIED"), result.stdout
 
 
+def _wait_for_environ(pid: int, secret: str) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if secret.encode() in f.read():
+                    return
+        except OSError:
+            pass
+        time.sleep(0.02)
+
+
 def test_host_process_environ_is_unreadable(pool: SandboxPool, unisolated: Sandbox) -> None:
     secret = f"posttrain-proc-secret-{uuid.uuid4().hex}"
     # a host process with the sandbox's own uid: the easiest one for a task to inspect
@@ -283,6 +295,7 @@ def test_host_process_environ_is_unreadable(pool: SandboxPool, unisolated: Sandb
         [*layers._drop_uid_prefix(), "sleep", "60"], env={"POSTTRAIN_TEST_SECRET": secret}
     )
     try:
+        _wait_for_environ(host.pid, secret)  # until exec has given it its environment
         code = f"""
         import os
         for pid in ("1", "{host.pid}", *[p for p in os.listdir("/proc") if p.isdigit()]):
