@@ -127,6 +127,7 @@ EXCLUDED = {
     "string_manipulation": "its scorer gives 0.08 to the echoed prompt (d=4)",
     "intermediate_integration": "not deterministic (d=5, seen in a fresh clone's install)",
     "time_intervals": "another task's answer passes (d=3): different tasks share durations",
+    "word_sorting": "its scorer gives 0.09 to the echoed prompt (d=8)",
 }
 # The category's matrix cell: modality, verification.
 CELLS: dict[str, tuple[str, str]] = {
