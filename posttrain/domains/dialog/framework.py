@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import random
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,7 +123,7 @@ class DialogSession:
         self.closed = True
 
 
-class DialogDomain:
+class DialogDomain(ABC):
     """Base of the `dialog` domains; see the module docstring."""
 
     id: str
@@ -131,20 +132,25 @@ class DialogDomain:
 
     # -- what a subclass writes ------------------------------------------------------
 
+    @abstractmethod
     def make(self, rng: random.Random, difficulty: int) -> Setup:
-        raise NotImplementedError
+        """Written by each subclass."""
 
+    @abstractmethod
     def respond(self, task: Task, state: dict[str, Any], text: str) -> str | None:
-        raise NotImplementedError
+        """Written by each subclass."""
 
+    @abstractmethod
     def judge(self, task: Task, state: dict[str, Any]) -> Verdict:
-        raise NotImplementedError
+        """Written by each subclass."""
 
+    @abstractmethod
     def solve(self, task: Task) -> list[str]:
-        raise NotImplementedError
+        """Written by each subclass."""
 
+    @abstractmethod
     def wrong(self, task: Task) -> list[list[str]]:
-        raise NotImplementedError
+        """Written by each subclass."""
 
     def new_state(self, task: Task) -> dict[str, Any]:
         return new_counters()

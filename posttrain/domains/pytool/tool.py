@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import random
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -162,7 +163,7 @@ def ids_of(text: str) -> list[str] | None:
     return [part.strip() for part in stripped.split(",")]
 
 
-class PytoolDomain:
+class PytoolDomain(ABC):
     """Base of the `pytool` domains; see the module docstring."""
 
     id: str
@@ -171,8 +172,9 @@ class PytoolDomain:
     what: ClassVar[str]  # the answer, in words, for the verdict's reason
     max_turns = 8
 
+    @abstractmethod
     def make(self, rng: random.Random, difficulty: int) -> Problem:
-        raise NotImplementedError
+        """Written by each subclass."""
 
     def generate(self, seed: int, difficulty: int) -> Task:
         check_difficulty(difficulty)
