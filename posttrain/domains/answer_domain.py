@@ -1,11 +1,12 @@
 """`AnswerDomain`: the shared body of single-turn domains judged on one final answer.
 
 A subclass sets `id`, `axes` and a one-line `instructions` (the answer format, appended
-to every prompt) and writes three methods:
+to every prompt) and writes three methods (abstract here, so a subclass that forgets
+one fails when it is instantiated, not when a task reaches it):
 
 - `make(rng, difficulty) -> Problem` — the prompt text, the canonical answer (which is
   also the reference's final text), JSON-able `meta`, and the `measure` that grows with
-  difficulty;
+  difficulty; a conversational prompt also gives the earlier messages as `history`;
 - `judge(task, text) -> Verdict` — the verdict for the model's final text; build it with
   `verdict(...)` so the reward, components and reason stay consistent;
 - `wrong(task) -> list[str]` — at least three known-wrong final texts (off by one, right
@@ -40,6 +41,7 @@ on PYTHONHASHSEED; `posttrain domains check` is what catches that.
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -49,12 +51,16 @@ from posttrain.types import Message, Reference, Rollout, Task, Verdict
 
 @dataclass(frozen=True)
 class Problem:
-    """What `make` returns: one generated problem, before it becomes a `Task`."""
+    """What `make` returns: one generated problem, before it becomes a `Task`.
+
+    `history` is the conversation shown before the prompt (earlier user, assistant and
+    tool messages); the prompt, with the instructions, is the last user message."""
 
     prompt: str
     answer: str
     meta: dict[str, Any] = field(default_factory=dict)
     measure: float = 0.0
+    history: tuple[Message, ...] = ()
 
 
 def verdict(
@@ -93,7 +99,7 @@ def verdict(
     return Verdict(reward, passed, reason, components)
 
 
-class AnswerDomain:
+class AnswerDomain(ABC):
     """Base of single-turn, one-final-answer domains; see the module docstring."""
 
     id: str
@@ -104,14 +110,17 @@ class AnswerDomain:
 
     # -- what a subclass writes ------------------------------------------------------
 
+    @abstractmethod
     def make(self, rng: random.Random, difficulty: int) -> Problem:
-        raise NotImplementedError
+        """Written by each subclass."""
 
+    @abstractmethod
     def judge(self, task: Task, text: str) -> Verdict:
-        raise NotImplementedError
+        """Written by each subclass."""
 
+    @abstractmethod
     def wrong(self, task: Task) -> list[str]:
-        raise NotImplementedError
+        """Written by each subclass."""
 
     # -- the Domain protocol -----------------------------------------------------------
 
@@ -122,7 +131,7 @@ class AnswerDomain:
         return Task(
             id=task_id(self.id, seed, difficulty),
             domain=self.id,
-            prompt=[Message("user", prompt)],
+            prompt=[*problem.history, Message("user", prompt)],
             answer=problem.answer,
             difficulty=difficulty,
             seed=seed,

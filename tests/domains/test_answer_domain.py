@@ -1,9 +1,12 @@
-"""`AnswerDomain`: a minimal subclass passes the self-check; a raising judge is an error."""
+"""`AnswerDomain`: a minimal subclass passes the self-check; a raising judge is an error;
+the hooks are abstract; a problem's history comes before the prompt."""
 
 from __future__ import annotations
 
 import doctest
 import random
+
+import pytest
 
 from posttrain.domains import answer_domain
 from posttrain.domains.answer_domain import AnswerDomain, Problem, verdict
@@ -70,6 +73,34 @@ def test_corrupt_drops_a_wrong_answer_equal_to_the_reference() -> None:
     domain.wrong = lambda t: [t.answer, *domain_wrong(t)]  # type: ignore[method-assign]
     finals = [r.final for r in domain.corrupt(task, domain.reference(task))]
     assert task.answer not in finals and len(finals) == 3
+
+
+class NoWrong(AnswerDomain):
+    id = "testfam/no-wrong-v1"
+    axes = Double.axes
+    instructions = Double.instructions
+    make = Double.make
+    judge = Double.judge
+
+
+class Followup(Double):
+    id = "testfam/followup-v1"
+
+    def make(self, rng: random.Random, difficulty: int) -> Problem:
+        earlier = (Message("user", "Double 3."), Message("assistant", "6"))
+        return Problem("And 4?", "8", measure=difficulty, history=earlier)
+
+
+def test_a_subclass_missing_a_hook_cannot_be_instantiated() -> None:
+    with pytest.raises(TypeError, match="wrong"):
+        NoWrong()  # type: ignore[abstract]
+
+
+def test_a_problem_history_comes_before_the_prompt() -> None:
+    task = Followup().generate(0, 1)
+    assert [(m.role, m.content) for m in task.prompt[:2]] == [("user", "Double 3."), ("assistant", "6")]  # fmt: skip
+    assert task.prompt[2].role == "user"
+    assert task.prompt[2].content == "And 4?\n\n" + Double.instructions
 
 
 def test_doctests_pass() -> None:

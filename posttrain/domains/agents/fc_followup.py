@@ -42,8 +42,8 @@ from posttrain.domains.agents.fc_catalog import (
     spec,
 )
 from posttrain.domains.agents.function_calling import CALL_FORMAT, judge_one
-from posttrain.domains.answer_domain import AnswerDomain
-from posttrain.domains.base import Axes, check_difficulty, task_id, task_rng
+from posttrain.domains.answer_domain import AnswerDomain, Problem
+from posttrain.domains.base import Axes
 from posttrain.tools.parse import format_tool_call
 from posttrain.types import Message, Task, ToolCall, Verdict
 
@@ -211,8 +211,9 @@ def _history(rng: random.Random, exchanges: list[_Exchange]) -> list[Message]:
 class FunctionFollowupDomain(AnswerDomain):
     """The follow-up call of a multi-message conversation; see the module docstring.
 
-    `generate` is overridden (the prompt is a message list, not one user text); the
-    judge, `corrupt` and `verify` are `AnswerDomain`'s and `function_calling`'s."""
+    `make` gives the earlier exchanges as the problem's `history`, so the prompt is a
+    message list; the judge, `corrupt` and `verify` are `AnswerDomain`'s and
+    `function_calling`'s."""
 
     id = "agent/fc-followup-v1"
     axes = Axes("conversation", "none", "single", "structure")
@@ -221,9 +222,7 @@ class FunctionFollowupDomain(AnswerDomain):
         "out from the earlier requests and tool results above."
     )
 
-    def generate(self, seed: int, difficulty: int) -> Task:
-        check_difficulty(difficulty)
-        rng = task_rng(self.id, seed, difficulty)
+    def make(self, rng: random.Random, difficulty: int) -> Problem:
         name, make_plan = rng.choice(_PLANS)
         target = _exchange(rng, _FN[name] if name else rng.choice(FLAT))
         text, derive, kept = make_plan(rng, target)
@@ -232,7 +231,7 @@ class FunctionFollowupDomain(AnswerDomain):
                   for _ in range((difficulty - 1) // 2 - (difficulty - 1) // 4)]  # fmt: skip
         exchanges = [target, *decoys, *others]
         rng.shuffle(exchanges)
-        prompt = [*_history(rng, exchanges), Message("user", f"{text}\n\n{self.instructions}")]
+        history = tuple(_history(rng, exchanges))
         gold = derive(target)
         earlier = format_tool_call(target.call)
         wrong = [
@@ -247,17 +246,9 @@ class FunctionFollowupDomain(AnswerDomain):
             "specs": [spec(_FN[gold.name], gold.arguments)],
             "call": gold.to_dict(),
             "wrong": wrong,
-            "measure": float(len(prompt)),
         }
-        return Task(
-            id=task_id(self.id, seed, difficulty),
-            domain=self.id,
-            prompt=prompt,
-            answer=format_tool_call(gold),
-            difficulty=difficulty,
-            seed=seed,
-            meta=meta,
-        )
+        # the measure counts the follow-up's own message too
+        return Problem(text, format_tool_call(gold), meta, len(history) + 1, history)
 
     def judge(self, task: Task, text: str) -> Verdict:
         return judge_one(task, text)

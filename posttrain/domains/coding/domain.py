@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import random
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from posttrain.domains.base import Axes, Session, check_difficulty, task_id, task_rng
@@ -72,7 +73,7 @@ def breaking_patch(rng: random.Random, repo: Repo) -> str | None:
     return None
 
 
-class RepoTasks:
+class RepoTasks(ABC):
     """Generation, verification and corruptions shared by every repository domain."""
 
     id: ClassVar[str]
@@ -89,8 +90,9 @@ class RepoTasks:
     def build(self, rng: random.Random, difficulty: int) -> Repo:
         return build_repo(rng, self.plan(difficulty))
 
+    @abstractmethod
     def statement(self, task: Task, repo: Repo) -> str:
-        raise NotImplementedError
+        """Written by each subclass."""
 
     def breaking(self, rng: random.Random, repo: Repo) -> str | None:
         return breaking_patch(rng, repo)

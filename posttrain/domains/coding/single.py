@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import re
+from abc import abstractmethod
 from typing import Any
 
 from posttrain.domains.answer_domain import AnswerDomain, Problem, verdict
@@ -48,8 +49,9 @@ class SingleTurnRepoTasks(RepoTasks):
     max_turns = 1
     accepts_prose = True  # a fenced block inside an explanation is a fine answer
 
+    @abstractmethod
     def final_files(self, task: Task, text: str) -> dict[str, bytes] | str:
-        raise NotImplementedError
+        """Written by each subclass."""
 
     def verify(self, task: Task, rollout: Rollout, session: Session | None) -> Verdict:
         text = rollout.final_text if isinstance(rollout.final_text, str) else ""

@@ -27,7 +27,7 @@ from posttrain.domains.base import Axes
 from posttrain.domains.docqa import corpus as c
 from posttrain.domains.extract import documents as d
 from posttrain.domains.tools_api.framework import (
-    ApiDomain,
+    FinalAnswerApiDomain,
     Plan,
     Scenario,
     ToolError,
@@ -55,7 +55,7 @@ def _words(text: str) -> set[str]:
     return {w.casefold() for w in _WORD.findall(text)}
 
 
-class HandbookOwnerDomain(ApiDomain):
+class HandbookOwnerDomain(FinalAnswerApiDomain):
     """Who owns one system, according to a handbook read through search and read tools."""
 
     id = "docqa/handbook-owner-v1"

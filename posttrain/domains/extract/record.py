@@ -35,6 +35,7 @@ import datetime as dt
 import json
 import random
 import re
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -258,8 +259,9 @@ class ExtractDomain(AnswerDomain):
     fields: ClassVar[tuple[Field, ...]]
     cited: ClassVar[bool] = False
 
+    @abstractmethod
     def document(self, rng: random.Random, difficulty: int) -> Doc:
-        raise NotImplementedError
+        """Written by each subclass."""
 
     def schema(self) -> dict[str, Any]:
         return object_schema(self.fields)

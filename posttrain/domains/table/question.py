@@ -23,6 +23,7 @@ so "$1,200" and "1.2 thousand" both read as 1200 while "12%" reads as 0.12.
 from __future__ import annotations
 
 import random
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -172,11 +173,13 @@ class TableQuestion(AnswerDomain):
 
     need: ClassVar[str | None] = None
 
+    @abstractmethod
     def ask(self, rng: random.Random, table: Table, difficulty: int, schema: Schema) -> Question:
-        raise NotImplementedError
+        """Written by each subclass."""
 
+    @abstractmethod
     def decoys(self, task: Task, tables: list[Table]) -> list[str]:
-        raise NotImplementedError
+        """Written by each subclass."""
 
     def make(self, rng: random.Random, difficulty: int) -> Problem:
         need = self.need

@@ -27,6 +27,7 @@ from posttrain.domains.base import Axes
 from posttrain.domains.tools_api import services
 from posttrain.domains.tools_api.framework import (
     ApiDomain,
+    FinalAnswerApiDomain,
     Plan,
     Scenario,
     ToolSpec,
@@ -42,7 +43,7 @@ from posttrain.types import Task, Verdict
 NUMBER_FORMAT = "Reply with the number only, rounded to 2 decimal places (for example 1234.56)."
 
 
-class UnitConvertDomain(ApiDomain):
+class UnitConvertDomain(FinalAnswerApiDomain):
     """Convert between fictional units along a chain of direct links."""
 
     id = "tools/unit-convert-v1"
@@ -131,7 +132,7 @@ _EXPENSES = (
 )
 
 
-class CurrencyTotalDomain(ApiDomain):
+class CurrencyTotalDomain(FinalAnswerApiDomain):
     """Total expenses paid in several fictional currencies, at today's rates."""
 
     id = "tools/currency-total-v1"

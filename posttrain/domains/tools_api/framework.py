@@ -1,17 +1,20 @@
 """The shared body of the `tools` API domains: tool specs, the session, the domain base class.
 
-A domain of this family subclasses `ApiDomain` and writes:
+A domain of this family subclasses `FinalAnswerApiDomain` (judged on its final text)
+or, when the verdict needs every turn, `ApiDomain` itself, and writes (the hooks are
+abstract, so a subclass missing one fails when it is instantiated):
 
 - `tools: ClassVar[tuple[ToolSpec, ...]]` — the tools its session serves;
 - `make(rng, difficulty) -> Scenario` — the prompt, the world the tools serve
   (JSON data, kept in `task.meta["world"]`), the reference plan and the answer;
 - `serve(world, name, arguments) -> Any` — one tool call against the world (it may
   mutate `world`); raise `ToolError` with a helpful message for a bad call;
-- `judge(task, final, trace) -> Verdict` — the verdict for the final text, given the
-  `Trace` of every tool call the rollout made, replayed on a fresh world;
+- `judge(task, final, trace) -> Verdict` (`FinalAnswerApiDomain`) — the verdict for
+  the final text, given the `Trace` of every tool call the rollout made, replayed on
+  a fresh world; or `judge_rollout(task, rollout, trace) -> Verdict` (`ApiDomain`) —
+  the verdict from the whole rollout, for a conversation judged on every turn;
 - `wrong(task) -> list[Plan]` — at least three known-wrong plans;
-- optionally `user_reply(task, memory, message) -> str | None` — the scripted user,
-  and `judge_rollout(task, rollout, trace)` to judge every turn, not just the last.
+- optionally `user_reply(task, memory, message) -> str | None` — the scripted user.
 
 A `Plan` is a list of steps: a list of `{"name", "arguments"}` dicts is one assistant
 turn of tool calls, a string is one assistant turn of plain text. The last step is
@@ -35,6 +38,7 @@ import json
 import math
 import random
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -200,8 +204,8 @@ def call(tool: str, /, **arguments: Any) -> dict[str, Any]:
     return {"name": tool, "arguments": arguments}
 
 
-class ApiDomain:
-    """Base of the `tools` API domains; see the module docstring."""
+class ApiDomain(ABC):
+    """Base of the `tools` API domains, judged on the whole rollout; see the module docstring."""
 
     id: str
     axes: Axes
@@ -210,25 +214,25 @@ class ApiDomain:
 
     # -- what a subclass writes ------------------------------------------------------
 
+    @abstractmethod
     def make(self, rng: random.Random, difficulty: int) -> Scenario:
-        raise NotImplementedError
+        """Written by each subclass."""
 
+    @abstractmethod
     def serve(self, world: dict[str, Any], name: str, arguments: dict[str, Any]) -> Any:
-        raise NotImplementedError
+        """Written by each subclass."""
 
-    def judge(self, task: Task, final: str, trace: Trace) -> Verdict:
-        raise NotImplementedError
+    @abstractmethod
+    def judge_rollout(self, task: Task, rollout: Rollout, trace: Trace) -> Verdict:
+        """The verdict from the whole rollout (its final text is non-empty)."""
 
+    @abstractmethod
     def wrong(self, task: Task) -> list[Plan]:
-        raise NotImplementedError
+        """Written by each subclass."""
 
     def user_reply(self, task: Task, memory: dict[str, Any], message: str) -> str | None:
         """The scripted user's next message; by default there is none (the episode ends)."""
         return None
-
-    def judge_rollout(self, task: Task, rollout: Rollout, trace: Trace) -> Verdict:
-        """The verdict from the whole rollout; by default `judge` of its final text."""
-        return self.judge(task, rollout.final_text, trace)
 
     # -- the Domain protocol -----------------------------------------------------------
 
@@ -303,6 +307,17 @@ class ApiDomain:
                 {"correct": 0.0},
                 error=f"{type(exc).__name__}: {exc}",
             )
+
+
+class FinalAnswerApiDomain(ApiDomain):
+    """An `ApiDomain` judged on its final text alone: a subclass writes `judge`."""
+
+    @abstractmethod
+    def judge(self, task: Task, final: str, trace: Trace) -> Verdict:
+        """Written by each subclass."""
+
+    def judge_rollout(self, task: Task, rollout: Rollout, trace: Trace) -> Verdict:
+        return self.judge(task, rollout.final_text, trace)
 
 
 # ---- answer formats and verdicts ---------------------------------------------------------

@@ -20,6 +20,7 @@ from posttrain.domains.base import Axes
 from posttrain.domains.tools_api import services
 from posttrain.domains.tools_api.framework import (
     ApiDomain,
+    FinalAnswerApiDomain,
     Plan,
     Scenario,
     ToolSpec,
@@ -49,7 +50,7 @@ def serve_prices(world: dict[str, Any], arguments: dict[str, Any]) -> Any:
     return services.price(world, arguments["ticker"], arguments["date"])
 
 
-class PriceCompareDomain(ApiDomain):
+class PriceCompareDomain(FinalAnswerApiDomain):
     """Which ticker's close changed most, in percent, between two dates."""
 
     id = "tools/price-compare-v1"
@@ -110,7 +111,7 @@ class PriceCompareDomain(ApiDomain):
         ]
 
 
-class PortfolioValueDomain(ApiDomain):
+class PortfolioValueDomain(FinalAnswerApiDomain):
     """The value of a table of holdings at one date's closes."""
 
     id = "tools/portfolio-value-v1"

@@ -25,6 +25,7 @@ from posttrain.domains.base import Axes
 from posttrain.domains.tools_api import services
 from posttrain.domains.tools_api.framework import (
     ApiDomain,
+    FinalAnswerApiDomain,
     Plan,
     Scenario,
     ToolError,
@@ -54,7 +55,7 @@ def apply_update(staff: dict[str, Any], ident: str, field: str, value: str) -> d
     return {"id": ident.strip().upper(), **record}
 
 
-class RecordUpdateDomain(ApiDomain):
+class RecordUpdateDomain(FinalAnswerApiDomain):
     """Apply a conditional bulk move (and edits of named people) to a staff directory."""
 
     id = "tools/record-update-v1"

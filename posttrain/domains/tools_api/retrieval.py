@@ -30,6 +30,7 @@ from posttrain.domains.base import Axes
 from posttrain.domains.tools_api import services
 from posttrain.domains.tools_api.framework import (
     ApiDomain,
+    FinalAnswerApiDomain,
     Plan,
     Scenario,
     ToolSpec,
@@ -86,7 +87,7 @@ def _other_value(
     return rng.choice(options) if options else avoid + "x"
 
 
-class FactLookupDomain(ApiDomain):
+class FactLookupDomain(FinalAnswerApiDomain):
     """Report fields of people in a fictional encyclopedia with look-alike names."""
 
     id = "tools/fact-lookup-v1"
@@ -142,7 +143,7 @@ class FactLookupDomain(ApiDomain):
         ]
 
 
-class ChainedLookupDomain(ApiDomain):
+class ChainedLookupDomain(FinalAnswerApiDomain):
     """Follow link fields from record to record, then report a field of the last one."""
 
     id = "tools/chained-lookup-v1"
@@ -232,7 +233,7 @@ REAL_CAPITALS = (
 )
 
 
-class CounterfactualLookupDomain(ApiDomain):
+class CounterfactualLookupDomain(FinalAnswerApiDomain):
     """Capitals of real countries as an alternate-world archive records them."""
 
     id = "tools/counterfactual-lookup-v1"
@@ -296,7 +297,7 @@ _FACILITIES = ("workshop", "warehouse", "foundry", "office", "depot", "lab")
 _NAME_LIST = re.compile(r"[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)*")
 
 
-class SearchSetDomain(ApiDomain):
+class SearchSetDomain(FinalAnswerApiDomain):
     """List every company a set of news snippets says opened a site in a city in a year."""
 
     id = "tools/search-set-v1"

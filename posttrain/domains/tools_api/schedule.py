@@ -20,6 +20,7 @@ from posttrain.domains.base import Axes
 from posttrain.domains.tools_api import services
 from posttrain.domains.tools_api.framework import (
     ApiDomain,
+    FinalAnswerApiDomain,
     Plan,
     Scenario,
     ToolSpec,
@@ -50,7 +51,7 @@ _DERIVED = (
 )
 
 
-class DateOffsetDomain(ApiDomain):
+class DateOffsetDomain(FinalAnswerApiDomain):
     """The date of an event defined by day offsets from a looked-up anchor event."""
 
     id = "tools/date-offset-v1"

@@ -7,8 +7,11 @@ import pytest
 from posttrain.domains.base import Session
 from posttrain.domains.tools_api import DOMAINS
 from posttrain.domains.tools_api.conversion import UnitConvertDomain
+from posttrain.domains.tools_api.dialogue import SlotFillingDomain
 from posttrain.domains.tools_api.framework import (
+    ApiDomain,
     ApiSession,
+    FinalAnswerApiDomain,
     ToolSpec,
     check_arguments,
     close_enough,
@@ -126,3 +129,20 @@ def test_close_enough_takes_the_larger_of_the_tolerances() -> None:
     assert close_enough(1_000_050.0, 1_000_000.0, abs_tol=0.01)
     assert not close_enough(100.2, 100.0, abs_tol=0.01)
     assert not close_enough(None, 100.0, abs_tol=0.01)
+
+
+def test_a_subclass_missing_its_judge_hook_cannot_be_instantiated() -> None:
+    class NoJudge(FinalAnswerApiDomain):
+        make = UnitConvertDomain.make
+        serve = UnitConvertDomain.serve
+        wrong = UnitConvertDomain.wrong
+
+    class NoJudgeRollout(ApiDomain):
+        make = SlotFillingDomain.make
+        serve = SlotFillingDomain.serve
+        wrong = SlotFillingDomain.wrong
+
+    with pytest.raises(TypeError, match="judge"):
+        NoJudge()  # type: ignore[abstract]
+    with pytest.raises(TypeError, match="judge_rollout"):
+        NoJudgeRollout()  # type: ignore[abstract]
