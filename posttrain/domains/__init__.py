@@ -15,12 +15,14 @@ domains. Look domains up by versioned id:
 from posttrain.domains.agents import DOMAINS as _AGENTS
 from posttrain.domains.arithmetic import AdditionDomain
 from posttrain.domains.base import Axes, Domain, Session
+from posttrain.domains.cad import DOMAINS as _CAD
 from posttrain.domains.calculator import CalculatorDomain
 from posttrain.domains.code_synthesis import FunctionSynthesisDomain
 from posttrain.domains.codeqa import DOMAINS as _CODEQA
 from posttrain.domains.coding import DOMAINS as _CODING
 from posttrain.domains.dialog import DOMAINS as _DIALOG
 from posttrain.domains.docqa import DOMAINS as _DOCQA
+from posttrain.domains.documents import DOMAINS as _DOCUMENTS
 from posttrain.domains.extract import DOMAINS as _EXTRACT
 from posttrain.domains.geo import DOMAINS as _GEO
 from posttrain.domains.list_ops import DOMAINS as _LIST_OPS
@@ -64,6 +66,8 @@ _NATIVE: tuple[Domain, ...] = (
     *_CODEQA,
     *_GEO,
     *_CODING,
+    *_DOCUMENTS,
+    *_CAD,
 )
 for _domain in _NATIVE:
     register(_domain)
