@@ -43,7 +43,7 @@ class SFTConfig(_Strict):
         default_factory=dict, description="share of demonstrations per domain id (default 1)"
     )
     batch_size: int = Field(32, ge=1, description="sequences per optimizer step")
-    lr: float = Field(3e-3, gt=0, description="peak AdamW learning rate")
+    lr: float = Field(1e-3, gt=0, description="peak AdamW learning rate")
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
     warmup_steps: int = Field(30, ge=0, description="linear warm-up steps")
     max_steps: int = Field(2000, ge=1, description="optimizer steps; the LR decays over them")
