@@ -72,9 +72,6 @@ def run(
         return
     os.environ.setdefault("OMP_NUM_THREADS", str(config.model.threads))
     from posttrain.store import RunDirError
-    from posttrain.train.heap import limit_heap_growth
-
-    limit_heap_growth()  # freed training buffers go back to the kernel (docs/benchmarks.md)
 
     console.print(f"[bold]posttrain run[/] model={config.model.name} domains={len(config.domains)}")
     reporter = _RichReporter()
