@@ -160,10 +160,16 @@ def test_domains_sample_an_out_of_range_option_exits_2_naming_it(
     assert f"error: {named} must be" in result.stderr
 
 
-def test_domains_matrix_shows_values_no_domain_uses() -> None:
+def test_domains_matrix_shows_every_axis_value_with_its_count() -> None:
+    from posttrain.domains import all_domains
+    from posttrain.domains.matrix import AXIS_VALUES, count_by_axis
+
     result = posttrain("domains", "matrix")
     assert result.returncode == 0
-    assert re.search(r"│ cad_kernel\s+│ 0\s+│", result.stdout)
+    counts = count_by_axis(all_domains())  # values no domain uses show 0 (tests/domains)
+    for axis, values in AXIS_VALUES.items():
+        for value in values:
+            assert re.search(rf"│ {value}\s+│ {counts[axis][value]}\s+│", result.stdout), value
 
 
 def test_domains_matrix_lists_occupied_cells_and_the_total() -> None:
