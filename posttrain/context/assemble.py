@@ -1,0 +1,147 @@
+"""Build a prompt context of at most `token_budget` tokens from long documents.
+
+    ctx = assemble("when was the generator serviced?", {"manual": text}, token_budget=4000,
+                   tokenizer=tok, retriever="hybrid", order="edges")
+    ctx.text        # blocks "[chunk manual#12]\\n<chunk text>" separated by blank lines
+    ctx.chunk_ids   # in the order they appear in ctx.text
+    ctx.n_tokens    # the count of ctx.text with the same tokenizer, <= token_budget
+
+Chunks are taken best-first from the retriever until the next one would not fit
+(its `[chunk id]` header and separator counted too); the final text is counted
+again as a whole and the last chunk dropped while the seams push it over. Then
+they are ordered: `edges` puts the most relevant at both ends and the least in the
+middle (rank 1 first, rank 2 last, rank 3 second, ...) against the "lost in the
+middle" effect; `relevance` best first; `document` in document order.
+
+Not guaranteed: the context holds only what the retriever ranked (a chunk that
+shares nothing with the query under BM25 is never picked); a chunk that does not
+fit is skipped, and a smaller one ranked below it may take its place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from posttrain.context.bm25 import BM25Index, Hit
+from posttrain.context.chunking import Chunk, chunk_text
+from posttrain.context.tokens import TokenCounter, token_counter
+
+Retriever = Literal["bm25", "dense", "hybrid"]
+Order = Literal["edges", "relevance", "document"]
+
+SEPARATOR = "\n\n"
+_CANDIDATES = 200  # retrieval depth: more than any sane budget holds at 200 tokens a chunk
+
+
+@dataclass
+class AssembledContext:
+    """The assembled text and what went into it."""
+
+    text: str
+    chunk_ids: list[str]
+    n_tokens: int
+    token_budget: int
+
+
+def block(chunk: Chunk) -> str:
+    """How a chunk appears in a context: a `[chunk <id>]` header line, then its text."""
+    return f"[chunk {chunk.id}]\n{chunk.text}"
+
+
+def chunk_documents(
+    documents: str | Mapping[str, str],
+    tokenizer: Any | None = None,
+    max_chunk_tokens: int = 200,
+    overlap_tokens: int = 30,
+) -> list[Chunk]:
+    """Chunks of every document, documents in mapping order; a str is doc_id "doc"."""
+    docs = {"doc": documents} if isinstance(documents, str) else dict(documents)
+    chunks: list[Chunk] = []
+    for doc_id, text in docs.items():
+        chunks.extend(chunk_text(text, doc_id, tokenizer, max_chunk_tokens, overlap_tokens))
+    return chunks
+
+
+def build_index(chunks: Sequence[Chunk], retriever: str) -> Any:
+    """An index of kind `retriever` ("bm25", "dense" or "hybrid") over `chunks`."""
+    if retriever == "bm25":
+        return BM25Index(chunks)
+    if retriever == "dense":
+        from posttrain.context.dense import DenseIndex
+
+        return DenseIndex(chunks)
+    if retriever == "hybrid":
+        from posttrain.context.hybrid import HybridIndex
+
+        return HybridIndex(chunks)
+    raise ValueError(f"retriever must be 'bm25', 'dense' or 'hybrid', got {retriever!r}")
+
+
+def order_chunks(ranked: Sequence[Chunk], order: str) -> list[Chunk]:
+    """Reorder chunks given best first: `edges`, `relevance` or `document`."""
+    if order == "relevance":
+        return list(ranked)
+    if order == "document":
+        return sorted(ranked, key=lambda c: (c.doc_id, c.start, c.index))
+    if order == "edges":
+        front = list(ranked[0::2])  # ranks 1, 3, 5, ... from the start inwards
+        back = list(ranked[1::2])  # ranks 2, 4, 6, ... from the end inwards
+        return front + back[::-1]
+    raise ValueError(f"order must be 'edges', 'relevance' or 'document', got {order!r}")
+
+
+def fit_to_budget(
+    hits: Sequence[Hit], token_budget: int, counter: TokenCounter, order: str = "edges"
+) -> AssembledContext:
+    """Take `hits` (best first) while they fit in `token_budget`, order, and join them."""
+    sep = counter.count(SEPARATOR)
+    chosen: list[Chunk] = []
+    used = 0
+    for hit in hits:
+        cost = counter.count(block(hit.chunk)) + (sep if chosen else 0)
+        if used + cost <= token_budget:
+            chosen.append(hit.chunk)
+            used += cost
+    while True:
+        ordered = order_chunks(chosen, order)
+        text = SEPARATOR.join(block(c) for c in ordered)
+        n = counter.count(text) if ordered else 0
+        if n <= token_budget:
+            return AssembledContext(text, [c.id for c in ordered], n, token_budget)
+        chosen.pop()  # BPE merges across the seams made it longer than the sum
+
+
+def assemble(
+    query: str,
+    documents: str | Mapping[str, str],
+    token_budget: int,
+    tokenizer: Any | None = None,
+    retriever: Retriever = "bm25",
+    order: Order = "edges",
+    max_chunk_tokens: int = 200,
+    overlap_tokens: int = 30,
+) -> AssembledContext:
+    """The chunks of `documents` most relevant to `query` that fit in `token_budget`
+    tokens (of `tokenizer`; None: the chars/4 estimate), each under a `[chunk id]`
+    header. Raises ValueError for an empty query or a budget below the smallest chunk."""
+    if not query.strip():
+        raise ValueError("assemble: the query is empty")
+    if order not in ("edges", "relevance", "document"):
+        raise ValueError(f"order must be 'edges', 'relevance' or 'document', got {order!r}")
+    chunks = chunk_documents(documents, tokenizer, max_chunk_tokens, overlap_tokens)
+    if not chunks:
+        return AssembledContext("", [], 0, token_budget)
+    counter = token_counter(tokenizer)
+    # the header's size hardly varies, so the few shortest chunks hold the minimum
+    shortest = sorted(chunks, key=lambda c: c.n_tokens)[:8]
+    smallest = min(counter.count(block(c)) for c in shortest)
+    if token_budget < smallest:
+        raise ValueError(
+            f"token_budget={token_budget} is too small: the smallest chunk takes "
+            f"{smallest} tokens with its header"
+        )
+    index = build_index(chunks, retriever)
+    hits = index.search(query, k=min(_CANDIDATES, len(chunks)))
+    return fit_to_budget(hits, token_budget, counter, order)

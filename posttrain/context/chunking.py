@@ -1,0 +1,338 @@
+"""Split a document into token-bounded chunks along its own structure.
+
+    chunks = chunk_text(text, doc_id="manual", tokenizer=tok, max_tokens=200, overlap_tokens=30)
+    chunks[3].id, chunks[3].text, chunks[3].heading, text[chunks[3].start:chunks[3].end]
+
+How a document is cut:
+- a heading line (markdown `#`, `Chapter N` / `Part N` / `Section N`, or a short
+  all-caps title line) starts a new section; chunks never cross sections, and every
+  chunk of a section records the heading in `Chunk.heading` (the first chunk also
+  holds the heading line itself);
+- inside a section, paragraphs (blank-line separated), tables and headings are
+  packed greedily up to `max_tokens`; consecutive chunks of one section share
+  `overlap_tokens` tokens (fewer when the next block would not fit otherwise);
+- a table (two or more consecutive lines with `|`, or with tab-separated columns)
+  is kept whole when it fits in a chunk, else it is split between rows only;
+- a paragraph larger than a chunk is split at sentence ends, and a sentence (or a
+  table row) larger than a chunk at token boundaries, as a last resort.
+
+The document is tokenized once (one batched call, one piece per paragraph with the
+blank lines after it); every chunk's `n_tokens` is then its exact count with the
+same tokenizer (one more batched call), trimmed if the seams made it too long.
+Ids are `f"{doc_id}#{index}"`: the same text and settings give the same ids.
+
+Not guaranteed: sentence detection is a regex (abbreviations like "Dr." may end a
+"sentence"); headings are recognised by the three line shapes above only; with
+`tokenizer=None` sizes are the chars/4 estimate of `tokens.py`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from posttrain.context.tokens import count_batch, token_counter, token_spans
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece of a document. `start`/`end` are character offsets into it."""
+
+    id: str
+    doc_id: str
+    index: int
+    text: str
+    start: int
+    end: int
+    n_tokens: int
+    heading: str = ""
+
+
+_MD_HEADING = re.compile(r"#{1,6}\s+\S")
+_NAMED_HEADING = re.compile(
+    r"(?:chapter|part|section|book|appendix)\s+(?:[0-9]+|[ivxlcdm]+|[a-z]+)\b", re.IGNORECASE
+)
+_WORD_RUN = re.compile(r"\S+")
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+")
+_MAX_HEADING_CHARS = 80
+
+
+def is_heading(line: str) -> bool:
+    """Markdown heading, `Chapter 3: ...`-style line, or a short all-caps title."""
+    s = line.strip()
+    if not s or len(s) > _MAX_HEADING_CHARS or "|" in s or "\t" in s:
+        return False
+    if _MD_HEADING.match(s):
+        return True
+    if _NAMED_HEADING.match(s) and not s.endswith((".", ",", ";")):
+        return True
+    letters = [c for c in s if c.isalpha()]
+    return len(letters) >= 3 and all(c.isupper() for c in letters) and s[-1] not in ".,;"
+
+
+def _is_table_line(line: str) -> bool:
+    s = line.strip()
+    return bool(s) and ("|" in s or "\t" in s)
+
+
+@dataclass
+class _Block:
+    kind: str  # "heading" | "table" | "para"
+    start: int
+    end: int
+    rows: list[tuple[int, int]]  # line spans, for tables
+
+
+def _lines(text: str) -> Iterator[tuple[int, int]]:
+    pos = 0
+    n = len(text)
+    while pos < n:
+        nl = text.find("\n", pos)
+        end = n if nl < 0 else nl
+        yield pos, end
+        pos = end + 1
+
+
+def _blocks(text: str) -> list[_Block]:
+    """Headings, tables and paragraphs in document order (spans exclude blank lines)."""
+    lines = list(_lines(text))
+    kinds: list[str] = []
+    for s, e in lines:
+        line = text[s:e]
+        if not line.strip():
+            kinds.append("blank")
+        elif is_heading(line):
+            kinds.append("heading")
+        elif _is_table_line(line):
+            kinds.append("table")
+        else:
+            kinds.append("para")
+    # a lone line with a pipe or a tab is prose, not a table
+    for i, k in enumerate(kinds):
+        if k == "table":
+            prev_t = i > 0 and kinds[i - 1] == "table"
+            next_t = i + 1 < len(kinds) and kinds[i + 1] == "table"
+            if not (prev_t or next_t):
+                kinds[i] = "para"
+    blocks: list[_Block] = []
+    for (s, e), kind in zip(lines, kinds, strict=True):
+        if kind == "blank":
+            continue
+        prev = blocks[-1] if blocks else None
+        contiguous = prev is not None and text.count("\n", prev.end, s) == 1
+        if prev is not None and contiguous and kind == prev.kind and kind != "heading":
+            prev.end = e
+            if kind == "table":
+                prev.rows.append((s, e))
+            continue
+        blocks.append(_Block(kind, s, e, [(s, e)] if kind == "table" else []))
+    return blocks
+
+
+class _Tokens:
+    """The document's token start offsets, for counting tokens of any span."""
+
+    def __init__(self, text: str, blocks: list[_Block], tokenizer: Any | None) -> None:
+        # one piece per block, the blank lines before it included: the pieces tile the
+        # text, and a cut between a non-space and a newline is a token boundary for
+        # regex pre-tokenizers, so the pieces' tokens are the whole text's tokens
+        cuts = [0] + [b.end for b in blocks[:-1]] + [len(text)]
+        pieces = [text[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
+        spans = token_spans(tokenizer, pieces)
+        arrays = [sp + a for sp, a in zip(spans, cuts, strict=False)]
+        self.starts = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+        self.n = len(self.starts)
+        self.text = text
+        self.counter = token_counter(tokenizer)
+        self._heads: dict[int, tuple[int, int]] = {}
+
+    def index(self, pos: int) -> int:
+        """How many tokens start before character `pos`."""
+        return int(np.searchsorted(self.starts, pos, side="left"))
+
+    def _head(self, pos: int) -> tuple[int, int]:
+        """(end of the word at `pos`, its token count standing alone): a chunk that
+        starts mid-paragraph loses the word's leading space, which often changes
+        how that one word is tokenized."""
+        got = self._heads.get(pos)
+        if got is None:
+            m = _WORD_RUN.match(self.text, pos)
+            end = m.end() if m else pos
+            got = self._heads[pos] = (end, self.counter.count(self.text[pos:end]))
+        return got
+
+    def size(self, a: int, b: int) -> int:
+        """Tokens the text [a, b) takes standing alone (exact for regex pre-tokenizers
+        up to merges across the two ends)."""
+        end, head = self._head(a)
+        if end <= a or end >= b:
+            return self.index(b) - max(0, int(np.searchsorted(self.starts, a, "right")) - 1)
+        return head + self.index(b) - self.index(end)
+
+    def char(self, tok: int) -> int:
+        return int(self.starts[tok])
+
+
+def _snap(text: str, pos: int, limit: int, tables: list[tuple[int, int]], fallback: int) -> int:
+    """Move an overlap start forward to a row start inside a table, else to a word
+    start, so no chunk opens with half a row or half a word; `fallback` (the next
+    piece) when no such point lies before `limit`."""
+    i = bisect.bisect_right(tables, (pos, len(text) + 1)) - 1
+    in_table = i >= 0 and tables[i][0] <= pos < tables[i][1]
+    if pos > 0 and text[pos - 1] != "\n" and (in_table or not text[pos - 1].isspace()):
+        stop = "\n" if in_table else None
+        j = pos
+        while j < limit and not (text[j] == stop if stop else text[j].isspace()):
+            j += 1
+        pos = j + 1
+    return pos if pos < limit else fallback
+
+
+def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    pos = start
+    for m in _SENTENCE_END.finditer(text, start, end):
+        out.append((pos, m.start() + 1 + len(m.group(0).rstrip()) - 1))
+        pos = m.end()
+    if pos < end:
+        out.append((pos, end))
+    return [(a, b) for a, b in out if b > a]
+
+
+def _windows(tokens: _Tokens, start: int, end: int, size: int) -> list[tuple[int, int]]:
+    """Cut [start, end) at token boundaries into spans of at most `size` tokens."""
+    first, last = tokens.index(start), tokens.index(end)
+    out: list[tuple[int, int]] = []
+    for t in range(first, last, size):
+        a = start if t == first else tokens.char(t)
+        b = end if t + size >= last else tokens.char(t + size)
+        out.append((a, b))
+    return out or [(start, end)]
+
+
+def _pieces(
+    text: str, block: _Block, tokens: _Tokens, max_tokens: int, window: int
+) -> list[tuple[int, int]]:
+    """The unsplittable spans of one block, each at most `max_tokens` when possible."""
+
+    size = tokens.size
+    if size(block.start, block.end) <= max_tokens:
+        return [(block.start, block.end)]
+    if block.kind == "table":
+        parts = block.rows
+    elif block.kind == "para":
+        parts = _sentences(text, block.start, block.end)
+    else:
+        parts = [(block.start, block.end)]
+    out: list[tuple[int, int]] = []
+    for a, b in parts:
+        out.extend([(a, b)] if size(a, b) <= max_tokens else _windows(tokens, a, b, window))
+    return out
+
+
+def chunk_text(
+    text: str,
+    doc_id: str = "doc",
+    tokenizer: Any | None = None,
+    max_tokens: int = 200,
+    overlap_tokens: int = 30,
+) -> list[Chunk]:
+    """Chunks of at most `max_tokens` tokens (of `tokenizer`; None: the chars/4
+    estimate), `overlap_tokens` shared between consecutive chunks of one section."""
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    if not 0 <= overlap_tokens < max_tokens:
+        raise ValueError(
+            f"overlap_tokens must be in [0, max_tokens), got {overlap_tokens} (max_tokens={max_tokens})"
+        )
+    blocks = _blocks(text)
+    if not blocks:
+        return []
+    tokens = _Tokens(text, blocks, tokenizer)
+    window = max(1, max_tokens - overlap_tokens)
+    tables = [(b.start, b.end) for b in blocks if b.kind == "table"]
+    spans: list[tuple[int, int, str]] = []  # (start, end, heading) before trimming
+    heading = ""
+    cur_start = cur_end = -1
+    section_has_body = False
+
+    def emit() -> None:
+        if cur_start >= 0:
+            spans.append((cur_start, cur_end, heading))
+
+    for block in blocks:
+        if block.kind == "heading":
+            line = text[block.start : block.end].strip()
+            if section_has_body or cur_start < 0:
+                emit()
+                cur_start, cur_end = block.start, block.end
+            else:  # consecutive headings form one section; the nearest one names it
+                cur_end = block.end
+            heading, section_has_body = line, False
+            continue
+        section_has_body = True
+        for a, b in _pieces(text, block, tokens, max_tokens, window):
+            if cur_start < 0:
+                cur_start, cur_end = a, b
+                continue
+            if tokens.size(cur_start, b) <= max_tokens:
+                cur_end = b
+                continue
+            emit()
+            end_tok, first_tok = tokens.index(cur_end), tokens.index(cur_start)
+            ov_tok = max(end_tok - overlap_tokens, tokens.index(b) - max_tokens, first_tok + 1)
+            cur_start = a
+            while overlap_tokens and ov_tok < end_tok:
+                cur_start = _snap(text, tokens.char(ov_tok), cur_end, tables, a)
+                excess = tokens.size(cur_start, b) - max_tokens
+                if excess <= 0:
+                    break
+                ov_tok, cur_start = ov_tok + excess, a
+            cur_end = b
+    emit()
+    return _finish(text, doc_id, spans, tokens, tokenizer, max_tokens)
+
+
+def _finish(
+    text: str,
+    doc_id: str,
+    spans: list[tuple[int, int, str]],
+    tokens: _Tokens,
+    tokenizer: Any | None,
+    max_tokens: int,
+) -> list[Chunk]:
+    """Strip, count exactly, and trim any chunk the seams made too long."""
+    stripped: list[tuple[int, int, str]] = []
+    for a, b, h in spans:
+        seg = text[a:b]
+        a2 = a + (len(seg) - len(seg.lstrip()))
+        b2 = b - (len(seg) - len(seg.rstrip()))
+        if b2 > a2:
+            stripped.append((a2, b2, h))
+    counter = token_counter(tokenizer)
+    counts = count_batch(counter, [text[a:b] for a, b, _ in stripped])
+    chunks: list[Chunk] = []
+    floor = 0  # where the previous chunk ended after trimming
+    for i, (a, b, h) in enumerate(stripped):
+        n = counts[i]
+        if i and chunks[-1].heading == h and floor < stripped[i - 1][1] and a > floor:
+            # the previous chunk was trimmed: start this one where it now ends
+            a = floor + (len(text[floor:b]) - len(text[floor:b].lstrip()))
+            n = counter.count(text[a:b])
+        while n > max_tokens:
+            # cut the excess off the end, in the document's tokens, and count again
+            end_tok = tokens.index(b) - (n - max_tokens)
+            new_b = tokens.char(max(end_tok, tokens.index(a) + 1))
+            new_b = a + len(text[a:new_b].rstrip())
+            if new_b <= a or new_b >= b:
+                new_b = a + max(1, (b - a) * max_tokens // n)
+            b = new_b
+            n = counter.count(text[a:b])
+        floor = b
+        chunks.append(Chunk(f"{doc_id}#{i}", doc_id, i, text[a:b], a, b, n, h))
+    return chunks

@@ -1,0 +1,126 @@
+"""Chunking: token bounds, overlap, structure-respecting boundaries, stable ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from posttrain.context.chunking import chunk_text, is_heading
+from posttrain.context.tokens import token_counter
+
+
+def test_chunks_fit_max_tokens_with_the_real_tokenizer(smollm2: Any, document: str) -> None:
+    chunks = chunk_text(document, "d", smollm2, max_tokens=64, overlap_tokens=10)
+    counter = token_counter(smollm2)
+    assert len(chunks) > 10
+    for c in chunks:
+        assert counter.count(c.text) == c.n_tokens <= 64
+
+
+def test_chunk_text_is_the_document_span(smollm2: Any, document: str) -> None:
+    for c in chunk_text(document, "d", smollm2, max_tokens=80, overlap_tokens=10):
+        assert document[c.start : c.end] == c.text
+        assert c.id == f"d#{c.index}"
+
+
+def test_chunks_cover_every_word(smollm2: Any, document: str) -> None:
+    chunks = chunk_text(document, "d", smollm2, max_tokens=50, overlap_tokens=0)
+    covered = bytearray(len(document))
+    for c in chunks:
+        covered[c.start : c.end] = b"\x01" * (c.end - c.start)
+    missing = [i for i, ch in enumerate(document) if not ch.isspace() and not covered[i]]
+    assert missing == []
+
+
+def test_consecutive_chunks_of_a_section_overlap(smollm2: Any) -> None:
+    sentence = "The northern canal carries barges of copper past the old stone mill. "
+    text = "Chapter 1\n\n" + sentence * 60
+    chunks = chunk_text(text, "d", smollm2, max_tokens=60, overlap_tokens=15)
+    counter = token_counter(smollm2)
+    assert len(chunks) >= 3
+    for a, b in zip(chunks, chunks[1:], strict=False):
+        assert b.start < a.end  # they share text
+        shared = counter.count(text[b.start : a.end])
+        assert 10 <= shared <= 16
+
+
+def test_no_overlap_across_a_heading(smollm2: Any, document: str) -> None:
+    chunks = chunk_text(document, "d", smollm2, max_tokens=64, overlap_tokens=10)
+    for a, b in zip(chunks, chunks[1:], strict=False):
+        if a.heading != b.heading:
+            assert b.start >= a.end
+            assert b.text.startswith(b.heading)
+
+
+def test_heading_lines_start_chunks_and_name_them(smollm2: Any) -> None:
+    text = "# Intro\n\nShort intro.\n\nCHAPTER TWO\n\nSecond part.\n\nChapter 3: The End\n\nLast."
+    chunks = chunk_text(text, "d", smollm2, max_tokens=200, overlap_tokens=20)
+    assert [c.heading for c in chunks] == ["# Intro", "CHAPTER TWO", "Chapter 3: The End"]
+    assert [c.text.splitlines()[0] for c in chunks] == [c.heading for c in chunks]
+
+
+def test_heading_detection_ignores_prose_lines() -> None:
+    assert is_heading("## Setup") and is_heading("Chapter 12") and is_heading("PART ONE")
+    assert not is_heading("Chapter 3 was the best one, said Anna.")
+    assert not is_heading("A normal sentence.") and not is_heading("| A | B |")
+
+
+def test_a_table_that_fits_is_kept_whole(smollm2: Any) -> None:
+    prose = "Words of prose about the harbor and its many boats. " * 6
+    table = "| name | value |\n|---|---|\n" + "\n".join(f"| row{i} | {i * 7} |" for i in range(8))
+    text = f"{prose}\n\n{table}\n\n{prose}"
+    chunks = chunk_text(text, "d", smollm2, max_tokens=120, overlap_tokens=10)
+    assert any(table in c.text for c in chunks)
+
+
+def test_a_long_table_splits_between_rows_only(smollm2: Any) -> None:
+    rows = [f"| row {i} | value {i * 13} | note {i} |" for i in range(80)]
+    text = "| key | value | note |\n" + "\n".join(rows)
+    chunks = chunk_text(text, "d", smollm2, max_tokens=60, overlap_tokens=10)
+    assert len(chunks) > 3
+    for c in chunks:
+        for line in c.text.splitlines():
+            assert line.startswith("|") and line.endswith("|"), line
+
+
+def test_a_long_paragraph_splits_at_sentence_ends(smollm2: Any) -> None:
+    text = " ".join(f"Sentence number {i} talks about the harbor lantern." for i in range(60))
+    chunks = chunk_text(text, "d", smollm2, max_tokens=50, overlap_tokens=0)
+    assert len(chunks) > 3
+    assert all(c.text.endswith(".") for c in chunks)
+
+
+def test_a_giant_sentence_splits_at_token_boundaries(smollm2: Any) -> None:
+    text = "word " * 500
+    chunks = chunk_text(text, "d", smollm2, max_tokens=40, overlap_tokens=5)
+    assert len(chunks) > 10
+    assert all(c.n_tokens <= 40 for c in chunks)
+
+
+def test_same_text_and_settings_give_the_same_ids(smollm2: Any, document: str) -> None:
+    a = chunk_text(document, "d", smollm2, max_tokens=64, overlap_tokens=8)
+    b = chunk_text(document, "d", smollm2, max_tokens=64, overlap_tokens=8)
+    assert a == b
+
+
+def test_works_without_a_tokenizer(document: str) -> None:
+    chunks = chunk_text(document, "d", None, max_tokens=64, overlap_tokens=8)
+    assert chunks and all(c.n_tokens <= 64 for c in chunks)
+
+
+def test_byte_level_tokenizer_bounds_hold(tokenizer: Any, document: str) -> None:
+    chunks = chunk_text(document[:3000], "d", tokenizer, max_tokens=100, overlap_tokens=20)
+    counter = token_counter(tokenizer)
+    assert all(counter.count(c.text) <= 100 for c in chunks)
+    assert all(not document[c.start - 1].isalnum() for c in chunks if c.start)  # no half words
+
+
+def test_empty_or_blank_text_gives_no_chunks() -> None:
+    assert chunk_text("") == [] and chunk_text(" \n\n \n") == []
+
+
+@pytest.mark.parametrize(("max_tokens", "overlap"), [(0, 0), (10, 10), (10, -1)])
+def test_bad_settings_are_refused(max_tokens: int, overlap: int) -> None:
+    with pytest.raises(ValueError, match="tokens"):
+        chunk_text("some text", max_tokens=max_tokens, overlap_tokens=overlap)

@@ -1,0 +1,44 @@
+"""Token counting: the model's tokenizer, and the chars/4 estimate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from posttrain.context.tokens import TokenCounter, token_counter, token_spans
+
+
+def test_estimate_is_chars_over_four_rounded_up() -> None:
+    counter = token_counter(None)
+    assert [counter.count(t) for t in ("", "abc", "abcd", "abcde")] == [0, 1, 1, 2]
+
+
+def test_tokenizer_count_excludes_special_tokens(smollm2: Any) -> None:
+    text = "The Marlow warehouse's backup generator."
+    expected = len(smollm2(text, add_special_tokens=False)["input_ids"])
+    assert token_counter(smollm2).count(text) == expected
+
+
+def test_byte_level_tokenizer_counts_bytes(tokenizer: Any) -> None:
+    assert token_counter(tokenizer).count("héllo") == len("héllo".encode())
+
+
+def test_count_batch_matches_count(smollm2: Any) -> None:
+    counter = token_counter(smollm2)
+    texts = ["one two", "", "a longer sentence, with punctuation!"]
+    assert counter.count_batch(texts) == [counter.count(t) for t in texts]  # type: ignore[attr-defined]
+
+
+def test_an_object_with_count_is_used_as_it_is() -> None:
+    class Words:
+        def count(self, text: str) -> int:
+            return len(text.split())
+
+    counter = token_counter(Words())
+    assert isinstance(counter, TokenCounter) and counter.count("a b c") == 3
+
+
+def test_token_spans_start_at_token_offsets(smollm2: Any) -> None:
+    text = "alpha beta\n\ngamma"
+    (starts,) = token_spans(smollm2, [text])
+    assert starts[0] == 0 and list(starts) == sorted(starts)
+    assert len(starts) == token_counter(smollm2).count(text)
