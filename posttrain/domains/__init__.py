@@ -2,7 +2,7 @@
 
 Importing this package registers the starter domains (`STARTER_DOMAINS`), the ones
 the tiny built-in model learns on a CPU, and `code/function-synthesis-v1` (verified
-by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, `extract/`, `tools_api/`, `text_ops/`, `list_ops/`, `table/`, `pytool/`, `docqa/`, `dialog/`, `codeqa/`, `geo/`, `coding/`: one package
+by hidden unit tests in the sandbox), the native families (`num/`, `agent/`, `extract/`, `tools_api/`, `text_ops/`, `list_ops/`, `table/`, `pytool/`, `docqa/`, `dialog/`, `codeqa/`, `geo/`, `coding/`, `documents/`, `cad/`, `longctx/`, `longctx-search/`: one package
 each, listed below), and the reasoning-gym generators as
 `rg/<name>-v1` (`reasoning_gym_adapter.py`); `load_entry_points()` adds third-party
 domains. Look domains up by versioned id:
@@ -26,6 +26,8 @@ from posttrain.domains.documents import DOMAINS as _DOCUMENTS
 from posttrain.domains.extract import DOMAINS as _EXTRACT
 from posttrain.domains.geo import DOMAINS as _GEO
 from posttrain.domains.list_ops import DOMAINS as _LIST_OPS
+from posttrain.domains.longctx import DOMAINS as _LONGCTX
+from posttrain.domains.longctx_search import DOMAINS as _LONGCTX_SEARCH
 from posttrain.domains.num import DOMAINS as _NUM
 from posttrain.domains.pytool import DOMAINS as _PYTOOL
 from posttrain.domains.reasoning_gym_adapter import all_generators
@@ -68,6 +70,8 @@ _NATIVE: tuple[Domain, ...] = (
     *_CODING,
     *_DOCUMENTS,
     *_CAD,
+    *_LONGCTX,
+    *_LONGCTX_SEARCH,
 )
 for _domain in _NATIVE:
     register(_domain)

@@ -44,7 +44,7 @@ from typing import Any
 
 from posttrain.domains import base
 from posttrain.domains.matrix import AXIS_VALUES
-from posttrain.domains.registry import DOMAIN_ID
+from posttrain.domains.registry import DOMAIN_ID, SPAN_SUFFIX
 from posttrain.types import Message, Reference, Rollout, Task
 
 PROPERTIES = (
@@ -116,8 +116,9 @@ def check_domains(
 def _api(domain: base.Domain, seeds: Sequence[int], difficulties: Sequence[int]) -> str:
     if not isinstance(domain, base.Domain):
         raise _Failed("not a Domain (id, axes, max_turns, generate, reference, verify)")
-    if not DOMAIN_ID.fullmatch(domain.id):
-        raise _Failed(f"id {domain.id!r} is not 'family/name-vN'")
+    plain, at, span = domain.id.partition("@")
+    if not DOMAIN_ID.fullmatch(plain) or (at and not SPAN_SUFFIX.fullmatch(at + span)):
+        raise _Failed(f"id {domain.id!r} is not 'family/name-vN' (or 'family/name-vN@MIN-MAX')")
     for axis, allowed in AXIS_VALUES.items():
         value = getattr(domain.axes, axis, None)
         if value not in allowed:

@@ -10,6 +10,12 @@ closest registered ids in the message.
 Use the module functions (`register`, `get_domain`, ...) for the process-wide
 registry; `DomainRegistry()` makes a private one (tests do).
 
+A long-context domain that offers `with_span(min_tokens, max_tokens)` can also be
+looked up as `family/name-vN@MIN-MAX` (`longctx/needle-v1@64-512`): the same task
+kind with its length schedule moved to that span of tokens (difficulty 1 = MIN,
+10 = MAX). Span variants are parameters of one domain, so `ids()` and `all()` list
+only the base domain; a looked-up variant is kept so the same object comes back.
+
 Not guaranteed: registration checks the id and that the object has the `Domain`
 attributes, not that the domain behaves; `posttrain domains check` does that.
 The registry is not locked: register from one thread, at start-up.
@@ -26,6 +32,7 @@ from posttrain.domains.base import Domain
 
 ENTRY_POINT_GROUP = "posttrain.domains"
 DOMAIN_ID = re.compile(r"[a-z0-9][a-z0-9_-]*/[a-z0-9][a-z0-9_.-]*-v[0-9]+")
+SPAN_SUFFIX = re.compile(r"@([0-9]+)-([0-9]+)")
 
 
 class DomainRegistry:
@@ -33,6 +40,7 @@ class DomainRegistry:
 
     def __init__(self) -> None:
         self._domains: dict[str, Domain] = {}
+        self._spans: dict[str, Domain] = {}
         self._loaded_entry_points: set[tuple[str, str]] = set()
 
     def register(self, domain: Domain) -> Domain:
@@ -62,6 +70,8 @@ class DomainRegistry:
             return self._domains[domain_id]
         except (KeyError, TypeError):
             pass
+        if isinstance(domain_id, str) and "@" in domain_id:
+            return self._span_variant(domain_id)
         close = difflib.get_close_matches(str(domain_id), list(self._domains), n=3)
         hint = (
             f"did you mean {', '.join(repr(c) for c in close)}?"
@@ -69,6 +79,32 @@ class DomainRegistry:
             else f"{len(self._domains)} domains are registered; see domain_ids()."
         )
         raise KeyError(f"unknown domain id {domain_id!r}; {hint}")
+
+    def _span_variant(self, domain_id: str) -> Domain:
+        if domain_id in self._spans:
+            return self._spans[domain_id]
+        base_id, _, suffix = domain_id.partition("@")
+        base = self.get(base_id)
+        match = SPAN_SUFFIX.fullmatch("@" + suffix)
+        if match is None:
+            raise KeyError(
+                f"bad span in domain id {domain_id!r}: expected '{base_id}@MIN-MAX' "
+                "with MIN and MAX in tokens, e.g. '@64-512'"
+            )
+        with_span = getattr(base, "with_span", None)
+        if with_span is None:
+            raise KeyError(
+                f"domain {base_id!r} has no length span; '@MIN-MAX' works only for "
+                "long-context domains (those with a with_span method)"
+            )
+        low, high = int(match.group(1)), int(match.group(2))
+        if not 0 < low <= high:
+            raise KeyError(f"bad span in domain id {domain_id!r}: need 0 < MIN <= MAX tokens")
+        variant: Domain = with_span(low, high)
+        if variant.id != domain_id:
+            raise RuntimeError(f"{base_id}.with_span gave id {variant.id!r}, not {domain_id!r}")
+        self._spans[domain_id] = variant
+        return variant
 
     def ids(self) -> list[str]:
         """Every registered id, sorted."""

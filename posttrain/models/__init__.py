@@ -7,6 +7,7 @@ from posttrain.models.loading import (
     check_model_name,
     load_model_dir,
     load_policy,
+    smollm2_tokenizer,
 )
 from posttrain.models.tiny import TinyModelSpec, build_tiny_model, build_tokenizer
 
@@ -20,4 +21,5 @@ __all__ = [
     "check_model_name",
     "load_model_dir",
     "load_policy",
+    "smollm2_tokenizer",
 ]

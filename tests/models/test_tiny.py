@@ -78,3 +78,17 @@ def test_smollm2_loads_from_its_package_and_answers() -> None:
     params = SamplingParams(max_tokens=12, temperature=0.0)
     out = engine.generate([GenerationRequest(prompt_ids(policy.tokenizer, task), params)])
     assert "Paris" in out[0][0].text
+
+
+@pytest.mark.slow
+def test_smollm2_tokenizer_loads_from_the_package_without_a_converted_model(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from posttrain.models import smollm2_tokenizer
+
+    monkeypatch.setenv("POSTTRAIN_CACHE", str(tmp_path))  # no converted model there
+    tokenizer = smollm2_tokenizer.__wrapped__()
+    ids = tokenizer.encode("The access code is 4821.", add_special_tokens=False)
+    assert 5 <= len(ids) <= 12
+    assert tokenizer.decode(ids) == "The access code is 4821."
+    assert not (tmp_path / "models").exists()
