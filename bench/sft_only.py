@@ -11,6 +11,7 @@ Every line starts with NAME, so two runs can share a log.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import sys
 import time
@@ -38,9 +39,14 @@ def main() -> None:
     domains = resolve_domains(cfg)
     m = cfg.model
     spec = TinyModelSpec(m.hidden_size, m.num_layers, m.num_heads, m.intermediate_size)
+    if m.max_positions is not None:
+        spec = dataclasses.replace(spec, max_positions=m.max_positions)
     policy = load_policy(m.name, seed=cfg.seed, spec=spec)
+    if m.max_positions is not None:
+        policy.model.config.max_position_embeddings = m.max_positions
     tok = policy.tokenizer
-    heldout = heldout_tasks(domains, cfg.eval.tasks_per_domain, cfg.eval.seed_offset)
+    e = cfg.eval
+    heldout = heldout_tasks(domains, e.tasks_per_domain, e.seed_offset, e.difficulties)
     exclude = {prompt_key(t) for t in heldout}
     c = cfg.sft
     levels = range(1, c.max_difficulty + 1)

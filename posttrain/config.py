@@ -32,6 +32,12 @@ class ModelConfig(_Strict):
     num_layers: int = Field(4, ge=1, description="tiny model: transformer blocks")
     num_heads: int = Field(4, ge=1, description="tiny model: attention heads")
     intermediate_size: int = Field(384, ge=16, description="tiny model: MLP width")
+    max_positions: int | None = Field(
+        None,
+        ge=16,
+        description="context window in tokens (default: tiny 512, else the model's own); "
+        "a larger one extends a RoPE model's window as is",
+    )
     threads: int = Field(1, ge=1, description="torch intra-op threads (1 is fastest for tiny)")
 
 
@@ -88,9 +94,35 @@ class GRPOConfig(_Strict):
     max_minutes: float = Field(3.5, gt=0, description="wall-clock cap for the stage")
 
 
+class ContextConfig(_Strict):
+    """Prompts longer than the model's window (`posttrain.rollout.context_strategy`)."""
+
+    over_long: Literal["error", "retrieve", "truncate_middle"] = Field(
+        "error", description="error (a recorded failure naming the lengths), retrieve, or cut"
+    )
+    retriever: Literal["bm25", "dense", "hybrid"] = Field(
+        "bm25", description="retrieve: how chunks are ranked (dense needs posttrain[dense])"
+    )
+    order: Literal["edges", "relevance", "document"] = Field(
+        "edges", description="retrieve: most relevant at both ends, best first, or as written"
+    )
+    chunk_tokens: int = Field(128, ge=8, description="retrieve: tokens per chunk")
+
+
 class EvalConfig(_Strict):
     tasks_per_domain: int = Field(100, ge=1, description="held-out tasks per domain")
     seed_offset: int = Field(10**9, ge=0, description="held-out seeds start here")
+    difficulties: list[int] = Field(
+        default_factory=lambda: list(range(1, 11)),
+        description="held-out tasks cycle through these (e.g. [10]: the longest only)",
+    )
+
+    @model_validator(mode="after")
+    def _levels(self) -> EvalConfig:
+        bad = [d for d in self.difficulties if not 1 <= d <= 10]
+        if not self.difficulties or bad:
+            raise ValueError(f"eval.difficulties must be 1..10 and not empty, got {bad or '[]'}")
+        return self
 
 
 class ControlConfig(_Strict):
@@ -164,6 +196,7 @@ class RunConfig(_Strict):
     dpo: DPOConfig = Field(default_factory=lambda: DPOConfig())
     grpo: GRPOConfig = Field(default_factory=lambda: GRPOConfig())
     eval: EvalConfig = Field(default_factory=lambda: EvalConfig())
+    context: ContextConfig = Field(default_factory=lambda: ContextConfig())
     control: ControlConfig = Field(default_factory=lambda: ControlConfig())
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig())
 

@@ -156,3 +156,13 @@ def test_a_dataset_needs_exactly_one_of_verifier_and_reward() -> None:
         load_config(overrides=[f"datasets=[{json.dumps(both)}]"])
     config = load_config(overrides=[f"datasets=[{json.dumps({**base, 'verifier': 'exact'})}]"])
     assert config.datasets[0].verifier == "exact" and config.datasets[0].heldout_fraction == 0.1
+
+
+def test_an_unknown_over_long_strategy_lists_the_choices() -> None:
+    with pytest.raises(ConfigError, match=r"context\.over_long.*'shorten'"):
+        load_config(None, ["context.over_long=shorten"])
+
+
+def test_heldout_difficulties_outside_1_to_10_are_named() -> None:
+    with pytest.raises(ConfigError, match=r"eval\.difficulties must be 1\.\.10.*\[11\]"):
+        load_config(None, ["eval.difficulties=[3, 11]"])

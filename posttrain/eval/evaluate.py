@@ -17,6 +17,7 @@ from typing import Any
 from posttrain.domains.base import Domain
 from posttrain.engines.base import Engine, SamplingParams
 from posttrain.eval.stats import PairedComparison, Rate, paired_compare, rate
+from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import run_episodes
 from posttrain.types import Rollout, Task
 
@@ -54,10 +55,13 @@ def evaluate(
     get_domain: Callable[[str], Domain],
     max_tokens: int,
     max_context: int | None = None,
+    over_long: OverLongPolicy | None = None,
 ) -> EvalResult:
     start = time.perf_counter()
     params = SamplingParams(max_tokens=max_tokens, temperature=0.0)
-    groups = run_episodes(tasks, engine, tokenizer, params, get_domain, max_context=max_context)
+    groups = run_episodes(
+        tasks, engine, tokenizer, params, get_domain, max_context=max_context, over_long=over_long
+    )
     rollouts = [g[0] for g in groups]
     by_domain: dict[str, list[Rollout]] = {}
     for r in rollouts:

@@ -22,6 +22,7 @@ from typing import Any
 
 from posttrain.domains.base import Domain, Session
 from posttrain.engines.base import Completion, Engine, GenerationRequest, SamplingParams
+from posttrain.rollout.context_strategy import OverLongPolicy, PromptTooLongError, fit_prompt
 from posttrain.tools import parse_tool_calls
 from posttrain.types import Message, Rollout, Task, Turn, Verdict
 
@@ -92,25 +93,33 @@ def run_episodes(
     get_domain: Callable[[str], Domain],
     policy_version: int = 0,
     max_context: int | None = None,
+    over_long: OverLongPolicy | None = None,
 ) -> list[list[Rollout]]:
-    """Run `params.n` episodes per task; returns, per task, its `n` verified rollouts."""
+    """Run `params.n` episodes per task; returns, per task, its `n` verified rollouts.
+
+    With `max_context` (the model's window), a prompt that leaves fewer than
+    `params.max_tokens` tokens free is handled by `over_long` (default: `error`)."""
     n = params.n
     one = SamplingParams(params.max_tokens, params.temperature, params.top_p, 1, params.stop)
-    episodes: list[list[_Episode]] = [
-        [_open(task, get_domain(task.domain), tokenizer) for _ in range(n)] for task in tasks
-    ]
-    flat = [e for group in episodes for e in group]
-
-    # A prompt that leaves no room for the turn in the model's window never reaches it.
+    # A prompt that leaves no room for the turn in the model's window is fitted by the
+    # declared strategy or, under `error`, never reaches the model: a recorded failure.
+    policy = over_long or OverLongPolicy()
+    episodes: list[list[_Episode]] = []
     fitting = []
-    for group in episodes:
-        used = len(group[0].prompt_ids)
-        if max_context is not None and used + params.max_tokens > max_context:
-            for ep in group:
-                ep.error = f"context full: the prompt alone is {used} tokens of {max_context}"
-                ep.done = True
-        else:
+    for task in tasks:
+        problem = None
+        if max_context is not None:
+            try:
+                task = fit_prompt(task, tokenizer, max_context, params.max_tokens, policy)
+            except PromptTooLongError as exc:
+                problem = str(exc)
+        group = [_open(task, get_domain(task.domain), tokenizer) for _ in range(n)]
+        episodes.append(group)
+        if problem is None:
             fitting.append(group)
+        for ep in group if problem is not None else ():
+            ep.error, ep.done = problem, True
+    flat = [e for group in episodes for e in group]
 
     # First turn: one request per task with n samples sharing the prompt's prefill.
     start = time.perf_counter()

@@ -23,6 +23,7 @@ from transformers import PreTrainedModel
 from posttrain.config import DPOConfig
 from posttrain.domains.base import Domain
 from posttrain.engines.base import Engine, SamplingParams
+from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import replay_references, run_episodes
 from posttrain.train.batches import batch_logprobs, pack, sequence_logprob_sums
 from posttrain.train.losses import dpo_loss
@@ -55,9 +56,12 @@ def mine_pairs(
     temperature: float,
     max_tokens: int,
     max_context: int | None = None,
+    over_long: OverLongPolicy | None = None,
 ) -> list[PreferencePair]:
     params = SamplingParams(max_tokens=max_tokens, temperature=temperature, n=samples)
-    groups = run_episodes(tasks, engine, tokenizer, params, get_domain, max_context=max_context)
+    groups = run_episodes(
+        tasks, engine, tokenizer, params, get_domain, max_context=max_context, over_long=over_long
+    )
     need_reference = [
         t for t, g in zip(tasks, groups, strict=True) if not any(r.verdict.passed for r in g)
     ]

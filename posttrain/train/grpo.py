@@ -22,6 +22,7 @@ from transformers import PreTrainedModel
 from posttrain.config import GRPOConfig
 from posttrain.domains.base import Domain
 from posttrain.engines.base import Engine, SamplingParams
+from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import run_episodes
 from posttrain.train.batches import batch_logprobs, pack
 from posttrain.train.losses import grpo_advantages, grpo_loss
@@ -49,6 +50,7 @@ def train_grpo(
     cfg: GRPOConfig,
     max_tokens: int,
     max_context: int | None = None,
+    over_long: OverLongPolicy | None = None,
     log: LogFn | None = None,
     record: RecordFn | None = None,
 ) -> GRPOResult:
@@ -77,6 +79,7 @@ def train_grpo(
             get_domain,
             policy_version=step,
             max_context=max_context,
+            over_long=over_long,
         )
         rollouts = [r for g in groups for r in g]  # [B*G], groups contiguous
         for task, group in zip(tasks, groups, strict=True):

@@ -33,9 +33,20 @@ def prompt_key(task: Task) -> str:
     return task.domain + "\x00" + "\x00".join(m.content for m in task.prompt)
 
 
-def heldout_tasks(domains: Sequence[Domain], per_domain: int, seed_offset: int) -> list[Task]:
-    """`per_domain` tasks per domain, difficulties cycling 1..10, seeds from `seed_offset`."""
-    return [d.generate(seed_offset + i, 1 + i % 10) for d in domains for i in range(per_domain)]
+def heldout_tasks(
+    domains: Sequence[Domain],
+    per_domain: int,
+    seed_offset: int,
+    difficulties: Sequence[int] = tuple(range(1, 11)),
+) -> list[Task]:
+    """`per_domain` tasks per domain, cycling through `difficulties` (1..10 unless
+    given), seeds from `seed_offset`."""
+    levels = list(difficulties)
+    return [
+        d.generate(seed_offset + i, levels[i % len(levels)])
+        for d in domains
+        for i in range(per_domain)
+    ]
 
 
 class TaskSampler:

@@ -15,6 +15,7 @@ greedy, and pairs checkpoints with an exact McNemar test.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from posttrain.eval.evaluate import EvalResult, compare, evaluate
 from posttrain.eval.stats import PairedComparison
 from posttrain.models.loading import ModelNotFoundError, Policy, check_model_name, load_policy
 from posttrain.models.tiny import TinyModelSpec
+from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import replay_references
 from posttrain.store import MetricsLogger, RunDir, TraceStore
 from posttrain.train.checkpoint import load_checkpoint, save_checkpoint
@@ -154,14 +156,21 @@ class _Pipeline:
         self.metrics, self.traces, self.report, self.result = metrics, traces, report, result
         m = config.model
         spec = TinyModelSpec(m.hidden_size, m.num_layers, m.num_heads, m.intermediate_size)
+        if m.max_positions is not None:
+            spec = dataclasses.replace(spec, max_positions=m.max_positions)
         self.policy: Policy = load_policy(m.name, seed=config.seed, spec=spec)
+        if m.max_positions is not None:  # a loaded model's window, widened or narrowed
+            self.policy.model.config.max_position_embeddings = m.max_positions
         self.tok = self.policy.tokenizer
         self.pad_id: int = self.tok.pad_token_id  # type: ignore[attr-defined]
         self.engine = HFEngine(self.policy.model, self.tok, seed=config.seed)
         self.max_context = (
             int(getattr(self.policy.model.config, "max_position_embeddings", 0)) or None
         )
-        self.heldout = heldout_tasks(domains, config.eval.tasks_per_domain, config.eval.seed_offset)
+        x = config.context
+        self.over_long = OverLongPolicy(x.over_long, x.retriever, x.order, x.chunk_tokens)
+        e = config.eval
+        self.heldout = heldout_tasks(domains, e.tasks_per_domain, e.seed_offset, e.difficulties)
         self.exclude = {prompt_key(t) for t in self.heldout}
 
     def run(self) -> None:
@@ -254,6 +263,7 @@ class _Pipeline:
                 temperature=c.temperature,
                 max_tokens=self.cfg.max_new_tokens,
                 max_context=self.max_context,
+                over_long=self.over_long,
             )
 
         pairs, val_pairs = mine("dpo", c.num_tasks), mine("dpo-val", c.val_tasks)
@@ -296,6 +306,7 @@ class _Pipeline:
             c,
             max_tokens=self.cfg.max_new_tokens,
             max_context=self.max_context,
+            over_long=self.over_long,
             log=self.logger("grpo"),
             record=self.record_grpo,
         )
@@ -357,6 +368,7 @@ class _Pipeline:
             get_domain,
             self.cfg.max_new_tokens,
             max_context=self.max_context,
+            over_long=self.over_long,
         )
         self.traces.record(res.rollouts, f"eval/{label}")
         values = {"completion": res.overall.rate, "mean": res.mean}

@@ -194,4 +194,4 @@ def test_a_prompt_that_leaves_no_room_never_reaches_the_model(tokenizer: Any) ->
     engine = ReplayEngine(tokenizer)  # knows no task: a call to it would fail the test
     [[too_long]] = run_episodes([task], engine, tokenizer, PARAMS, lookup, max_context=limit)
     assert too_long.turns == [] and too_long.reward == 0.0
-    assert too_long.error is not None and "the prompt alone is" in too_long.error
+    assert too_long.error is not None and f"window is {limit}" in too_long.error

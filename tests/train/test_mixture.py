@@ -79,3 +79,9 @@ def test_a_stream_that_meets_only_heldout_prompts_gives_up_with_a_reason(
     sampler = TaskSampler([domain], "sft", difficulties=[1], exclude=excluded)
     with pytest.raises(ValueError, match="too few distinct tasks outside the held-out set"):
         sampler.sample(1)
+
+
+def test_heldout_tasks_can_be_limited_to_chosen_difficulties() -> None:
+    tasks = heldout_tasks(DOMAINS, 6, seed_offset=10**9, difficulties=[10])
+    assert {t.difficulty for t in tasks} == {10}
+    assert len({t.id for t in tasks}) == len(tasks)

@@ -1,0 +1,122 @@
+"""Over-long prompts: the declared strategy applies, never a silent cut."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from posttrain.domains import get_domain
+from posttrain.engines import ReplayEngine, SamplingParams
+from posttrain.models import build_tokenizer
+from posttrain.rollout.context_strategy import (
+    OverLongPolicy,
+    PromptTooLongError,
+    fit_prompt,
+    prompt_length,
+)
+from posttrain.rollout.episode import run_episodes
+from posttrain.types import Message, Reference, Task
+
+WORDS = [
+    "river",
+    "stone",
+    "harbor",
+    "lantern",
+    "meadow",
+    "copper",
+    "signal",
+    "orchard",
+    "canyon",
+    "ledger",
+]
+NEEDLE = "The access code for the Juniper vault is 4821."
+QUESTION = "What is the access code for the Juniper vault? Answer with the code only."
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    return build_tokenizer()
+
+
+def haystack_task(paragraphs: int = 60, needle_at: int = 31) -> Task:
+    """A long document with one answer-bearing sentence, then the question."""
+    rng = random.Random(7)
+    parts = [
+        " ".join(rng.choice(WORDS) for _ in range(40)).capitalize() + "." for _ in range(paragraphs)
+    ]
+    parts.insert(needle_at, NEEDLE)
+    content = "\n\n".join(parts) + "\n\n" + QUESTION
+    return Task(
+        "t-long",
+        "arith/addition-v1",  # only the id matters to these tests; no verifier runs here
+        [Message("user", content)],
+        "4821",
+        1,
+        0,
+        meta={"question": QUESTION},
+    )
+
+
+def test_a_prompt_that_fits_is_returned_unchanged(tokenizer: Any) -> None:
+    task = haystack_task(paragraphs=2)
+    assert fit_prompt(task, tokenizer, 4096, 64, OverLongPolicy("error")) is task
+
+
+def test_error_strategy_names_the_prompt_length_and_the_window(tokenizer: Any) -> None:
+    task = haystack_task()
+    used = prompt_length(tokenizer, task.prompt)
+    with pytest.raises(PromptTooLongError) as info:
+        fit_prompt(task, tokenizer, 1024, 64, OverLongPolicy("error"))
+    message = str(info.value)
+    assert f"is {used} tokens" in message
+    assert "window is 1024" in message and "64 reserved" in message
+    assert "over_long=retrieve" in message
+
+
+def test_retrieve_keeps_the_answer_bearing_chunk_under_the_window(tokenizer: Any) -> None:
+    task = haystack_task()
+    fitted = fit_prompt(task, tokenizer, 1024, 64, OverLongPolicy("retrieve", chunk_tokens=96))
+    content = fitted.prompt[-1].content
+    assert prompt_length(tokenizer, fitted.prompt) <= 1024 - 64
+    assert NEEDLE in content
+    assert content.endswith(QUESTION)
+    assert "[chunk doc#" in content  # chunk ids the answer can cite
+    assert fitted.meta["context_fit"]["strategy"] == "retrieve"
+    assert fitted.meta["context_fit"]["before"] > 1024
+
+
+def test_truncate_middle_marks_the_cut_and_keeps_head_and_tail(tokenizer: Any) -> None:
+    task = haystack_task()
+    fitted = fit_prompt(task, tokenizer, 1024, 64, OverLongPolicy("truncate_middle"))
+    content = fitted.prompt[-1].content
+    assert prompt_length(tokenizer, fitted.prompt) <= 1024 - 64
+    assert "tokens cut from the middle" in content
+    original = task.prompt[-1].content
+    assert content[:200] == original[:200]
+    assert content.endswith(QUESTION)
+
+
+def test_unknown_strategy_is_refused_with_the_choices() -> None:
+    with pytest.raises(ValueError, match="expected one of"):
+        OverLongPolicy("shorten")  # type: ignore[arg-type]
+
+
+def test_episode_loop_records_the_error_strategy_as_a_failure(tokenizer: Any) -> None:
+    domain = get_domain("arith/addition-v1")
+    long_task = haystack_task()
+    short_task = domain.generate(0, 1)
+    engine = ReplayEngine(tokenizer)
+    engine.add(short_task.id, domain.reference(short_task))
+    engine.add(long_task.id, Reference.single("4821"))
+    params = SamplingParams(max_tokens=64, temperature=0.0)
+    long_rollout, short_rollout = (
+        g[0]
+        for g in run_episodes(
+            [long_task, short_task], engine, tokenizer, params, get_domain, 0, 1024
+        )
+    )
+    assert long_rollout.error is not None and "window is 1024" in long_rollout.error
+    assert long_rollout.reward == 0.0 and not long_rollout.turns
+    assert short_rollout.verdict.passed
