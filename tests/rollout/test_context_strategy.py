@@ -120,3 +120,18 @@ def test_episode_loop_records_the_error_strategy_as_a_failure(tokenizer: Any) ->
     assert long_rollout.error is not None and "window is 1024" in long_rollout.error
     assert long_rollout.reward == 0.0 and not long_rollout.turns
     assert short_rollout.verdict.passed
+
+
+@pytest.mark.parametrize("domain_id", ["longctx/needle-v1", "longctx/var-tracking-v1"])
+def test_retrieve_keeps_a_long_context_domains_evidence(tokenizer: Any, domain_id: str) -> None:
+    """A 2k-token window over a ~4.6k-SmolLM2-token (~20k-byte) task: the evidence
+    sentences the domain names survive retrieval, and the question stays last."""
+    task = get_domain(domain_id).generate(3, 3)
+    policy = OverLongPolicy("retrieve", chunk_tokens=128)
+    fitted = fit_prompt(task, tokenizer, 2048, 64, policy)
+    content = fitted.prompt[-1].content
+    assert prompt_length(tokenizer, fitted.prompt) <= 2048 - 64
+    assert fitted.meta["context_fit"]["before"] > 4 * 2048
+    assert content.endswith(task.meta["question"])
+    for sentence in task.meta["evidence"]:
+        assert sentence in content
