@@ -89,6 +89,13 @@ class GRPOConfig(_Strict):
     adaptive_difficulty: bool = Field(
         True, description="draw (domain, difficulty) cells by their recent p(1-p)"
     )
+    ramp_from: int | None = Field(
+        None,
+        ge=1,
+        le=10,
+        description="length curriculum: draw from a 3-level window whose top rises from "
+        "this difficulty to 10 by 80% of the stage (steps or minutes)",
+    )
     epochs: int = Field(1, ge=1, description="optimizer passes over each batch")
     minibatch_size: int = Field(64, ge=1, description="rollouts per backward pass")
     max_minutes: float = Field(3.5, gt=0, description="wall-clock cap for the stage")

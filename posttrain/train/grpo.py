@@ -70,6 +70,9 @@ def train_grpo(
             break
         # 1. Rollouts: group_size episodes per task, verified.
         t0 = time.perf_counter()
+        ceiling = ramp_ceiling(cfg, step, time.perf_counter() - start)
+        if ceiling is not None:
+            sampler.window = (max(1, ceiling - 2), ceiling)
         tasks = sampler.sample(prompts_per_step)
         groups = run_episodes(
             tasks,
@@ -141,6 +144,7 @@ def train_grpo(
                     "errors": float(sum(r.error is not None for r in rollouts)),
                     "rollout_s": rollout_s,
                     "update_s": time.perf_counter() - t1,
+                    "difficulty_mean": sum(t.difficulty for t in tasks) / len(tasks),
                     **{k: v / max(1, updates) for k, v in stats.items()},
                 },
             )
@@ -151,3 +155,13 @@ def train_grpo(
         mean_reward_first=sum(rewards_seen[:window]) / max(1, len(rewards_seen[:window])),
         mean_reward_last=sum(rewards_seen[-window:]) / max(1, len(rewards_seen[-window:])),
     )
+
+
+def ramp_ceiling(cfg: GRPOConfig, step: int, elapsed_s: float) -> int | None:
+    """The top difficulty of the length curriculum at `step` (None without one): it
+    rises linearly from `cfg.ramp_from` to 10 over the first 80% of the stage, measured
+    in steps or in minutes, whichever is further along; the rest trains at the top."""
+    if cfg.ramp_from is None:
+        return None
+    done = max((step - 1) / cfg.steps, elapsed_s / (cfg.max_minutes * 60))
+    return cfg.ramp_from + round((10 - cfg.ramp_from) * min(1.0, done / 0.8))

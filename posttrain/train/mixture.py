@@ -54,7 +54,8 @@ class TaskSampler:
 
     Each draw picks a (domain, difficulty) cell by domain weight; with `adaptive`,
     also by how much signal the cell currently gives (see `cell_weight`), which
-    GRPO keeps up to date through `observe`."""
+    GRPO keeps up to date through `observe`. `window` (lowest, highest), when set,
+    limits draws to those difficulties: GRPO's length curriculum slides it up."""
 
     def __init__(
         self,
@@ -79,6 +80,7 @@ class TaskSampler:
         self.adaptive = adaptive
         self.stream = stream
         self.pass_rates: dict[tuple[str, int], float] = {}
+        self.window: tuple[int, int] | None = None
 
     def cell_weight(self, domain_id: str, difficulty: int) -> float:
         """1 for every cell, or, when adaptive, 4·p(1−p) of the cell's recent pass rate p
@@ -98,7 +100,9 @@ class TaskSampler:
 
     def sample(self, count: int) -> list[Task]:
         tasks: list[Task] = []
-        cells = [(d, k) for d in range(len(self.domains)) for k in self.difficulties]
+        low, high = self.window or (1, 10)
+        levels = [k for k in self.difficulties if low <= k <= high] or self.difficulties
+        cells = [(d, k) for d in range(len(self.domains)) for k in levels]
         skipped = 0
         while len(tasks) < count:
             weights = [self.weights[d] * self.cell_weight(self.domains[d].id, k) for d, k in cells]

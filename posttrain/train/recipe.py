@@ -50,6 +50,7 @@ COMPARISONS = [
     ("untrained", "sft"),
     ("sft", "dpo"),
     ("sft", "grpo"),
+    ("untrained", "grpo"),  # the start checkpoint, when the run begins from one
     ("control", "grpo"),
 ]
 

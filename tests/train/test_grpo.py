@@ -21,6 +21,7 @@ LOGGED_KEYS = {
     "pass_rate",
     "groups_with_signal",
     "completion_tokens",
+    "difficulty_mean",
     "errors",
     "rollout_s",
     "update_s",
@@ -224,3 +225,16 @@ def test_the_first_update_is_on_policy_so_every_token_ratio_is_one(
     )
     assert len(log_ratios) == 1  # one update: some group had reward spread
     assert log_ratios[0] < 1e-4
+
+
+def test_the_length_ramp_rises_to_10_by_80_percent_of_the_stage() -> None:
+    from posttrain.config import GRPOConfig
+    from posttrain.train.grpo import ramp_ceiling
+
+    cfg = GRPOConfig(steps=100, max_minutes=10.0, ramp_from=4)
+    assert ramp_ceiling(GRPOConfig(), 50, 0.0) is None
+    assert ramp_ceiling(cfg, 1, 0.0) == 4
+    assert ramp_ceiling(cfg, 41, 0.0) == 7  # half way up the ramp by steps
+    assert ramp_ceiling(cfg, 2, 240.0) == 7  # or by minutes, whichever is further
+    assert ramp_ceiling(cfg, 81, 0.0) == 10
+    assert ramp_ceiling(cfg, 100, 599.0) == 10

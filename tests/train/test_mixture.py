@@ -85,3 +85,9 @@ def test_heldout_tasks_can_be_limited_to_chosen_difficulties() -> None:
     tasks = heldout_tasks(DOMAINS, 6, seed_offset=10**9, difficulties=[10])
     assert {t.difficulty for t in tasks} == {10}
     assert len({t.id for t in tasks}) == len(tasks)
+
+
+def test_a_window_limits_draws_to_its_difficulties() -> None:
+    sampler = TaskSampler(DOMAINS, "grpo", seed=0, adaptive=True)
+    sampler.window = (6, 8)
+    assert {t.difficulty for t in sampler.sample(60)} == {6, 7, 8}
