@@ -90,7 +90,15 @@ def fit_prompt(
     # fits; shrink by the overshoot and retry in the rare case it does not.
     budget_cut = 0
     for _ in range(4):
-        messages = fit(task, tokenizer, used - limit + budget_cut, policy)
+        try:
+            messages = fit(task, tokenizer, used - limit + budget_cut, policy)
+        except PromptTooLongError:
+            raise
+        except ValueError as exc:  # e.g. a budget smaller than any chunk: still this task's
+            raise PromptTooLongError(
+                f"prompt of task {task.id} is {used} tokens; {policy.strategy} could not "
+                f"fit it under {limit}: {exc}"
+            ) from exc
         after = prompt_length(tokenizer, messages)
         if after <= limit:
             meta = dict(task.meta)

@@ -135,3 +135,12 @@ def test_retrieve_keeps_a_long_context_domains_evidence(tokenizer: Any, domain_i
     assert content.endswith(task.meta["question"])
     for sentence in task.meta["evidence"]:
         assert sentence in content
+
+
+def test_retrieve_with_room_for_no_chunk_is_a_prompt_too_long_error(tokenizer: Any) -> None:
+    """A budget smaller than any chunk is this task's failure, never a crashed batch."""
+    task = haystack_task()
+    question_tokens = prompt_length(tokenizer, [Message("user", QUESTION)])
+    window = question_tokens + 64 + 8  # room for the question and almost nothing else
+    with pytest.raises(PromptTooLongError, match="could not"):
+        fit_prompt(task, tokenizer, window, 64, OverLongPolicy("retrieve", chunk_tokens=96))
