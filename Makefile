@@ -35,12 +35,15 @@ types: $(STAMP)
 # System packages the sandbox needs; installed when missing (as root, no prompt):
 # bubblewrap (namespaces), libseccomp2 (the syscall filter pyseccomp compiles),
 # util-linux (setpriv for the uid drop, unshare for the fallback),
-# openscad (the cad/ domains compile model-written OpenSCAD inside the sandbox).
+# openscad (the cad/ domains compile model-written OpenSCAD inside the sandbox),
+# chromium + chromium-driver (the trace viewer's end-to-end test drives a headless browser).
 SYSTEM_PKGS := $(strip \
   $(if $(shell command -v bwrap),,bubblewrap) \
   $(if $(shell /sbin/ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 && echo y),,libseccomp2) \
   $(if $(shell command -v setpriv),,util-linux) \
-  $(if $(shell command -v openscad),,openscad))
+  $(if $(shell command -v openscad),,openscad) \
+  $(if $(shell command -v chromium),,chromium) \
+  $(if $(shell command -v chromedriver),,chromium-driver))
 system:
 	@if [ -n "$(SYSTEM_PKGS)" ]; then \
 	  echo "installing $(SYSTEM_PKGS)"; \

@@ -10,6 +10,11 @@
     posttrain domains check [ID...] [--difficulties 1,5,10]   # the domain self-check
     posttrain domains bench [ID...]    # tasks/s and verifications/s per domain
     posttrain score --domain ID completions.jsonl   # score saved completions, per component
+    posttrain eval MODEL --domains arith --n 50 [--k 4]   # completion rates, intervals, report
+    posttrain compare A B              # per-domain / per-cell deltas of two evaluations
+    posttrain report RUN               # (re)write the run's report.html
+    posttrain serve CHECKPOINT [--port 8000] [--api-key-env VAR]   # OpenAI-compatible server
+    posttrain view RUN [--port 8001]   # browse the run's rollouts (read-only)
     posttrain sandbox doctor           # which isolation layers this machine offers, and why
     posttrain sandbox exec --timeout 5 --mem 256 -- python3 -c 'print(1)'
     posttrain sandbox bench            # warm pool vs fresh bwrap vs plain subprocess
@@ -30,6 +35,9 @@ from rich.table import Table
 
 from posttrain.cli_console import console, err_console, fail
 from posttrain.cli_domains import domains_app, score
+from posttrain.cli_eval import compare_command, eval_command, report_command
+from posttrain.cli_serve import serve
+from posttrain.cli_view import view
 
 app = typer.Typer(
     help="Post-train language models: SFT → DPO → GRPO on verifiable tasks.",
@@ -39,6 +47,11 @@ app = typer.Typer(
 )
 app.add_typer(domains_app, name="domains")
 app.command("score")(score)
+app.command("eval")(eval_command)
+app.command("compare")(compare_command)
+app.command("report")(report_command)
+app.command("serve")(serve)
+app.command("view")(view)
 sandbox_app = typer.Typer(help="Isolated execution: doctor, exec, bench.", no_args_is_help=True)
 app.add_typer(sandbox_app, name="sandbox")
 
@@ -87,6 +100,7 @@ def run(
     console.print(
         f"\nrun directory: [bold]{result.run_dir}[/] (summary.md, metrics.jsonl, checkpoints/)"
     )
+    console.print(f"report: [bold]{result.run_dir / 'report.html'}[/]")
 
 
 @sandbox_app.command("doctor")
@@ -176,6 +190,9 @@ class _RichReporter:
     def update(self, done: float, stats: dict[str, float]) -> None:
         shown = "  ".join(f"{k}={v:.3g}" for k, v in list(stats.items())[:4])
         self.progress.update(self.task, completed=done, stats=shown)
+
+    def warn(self, message: str) -> None:
+        self.progress.console.print(f"[yellow]alert:[/] {message}", highlight=False)
 
     def evaluated(self, result: Any) -> None:
         self.progress.update(self.task, completed=1)

@@ -26,6 +26,22 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+class LoraSettings(_Strict):
+    r: int | None = Field(
+        None, ge=1, description="LoRA rank; null trains every weight (full fine-tuning)"
+    )
+    alpha: float | None = Field(None, gt=0, description="LoRA scale numerator (default: 2*r)")
+    dropout: float = Field(0.0, ge=0, lt=1, description="dropout on the LoRA input")
+    target_modules: list[str] = Field(
+        default_factory=lambda: list(LORA_TARGETS),
+        min_length=1,
+        description="names of the linear layers that get adapters (checked against the model)",
+    )
+
+
 class ModelConfig(_Strict):
     name: str = Field("tiny", description="'tiny', 'smollm2-135m', or a local HF model directory")
     hidden_size: int = Field(128, ge=16, description="tiny model: width")
@@ -39,6 +55,9 @@ class ModelConfig(_Strict):
         "a larger one extends a RoPE model's window as is",
     )
     threads: int = Field(1, ge=1, description="torch intra-op threads (1 is fastest for tiny)")
+    lora: LoraSettings = Field(
+        default_factory=lambda: LoraSettings(), description="train LoRA adapters only"
+    )
 
 
 class SFTConfig(_Strict):
@@ -85,7 +104,21 @@ class GRPOConfig(_Strict):
     clip_eps_high: float = Field(0.28, gt=0, description="PPO clip range (high side, DAPO)")
     kl_coef: float = Field(0.0, ge=0, description="k3 KL penalty to the stage's start policy")
     scale_rewards: bool = Field(True, description="divide advantages by the group std")
-    aggregation: Literal["token", "sequence"] = Field("token", description="loss averaging")
+    aggregation: Literal["token", "sequence"] = Field(
+        "token", description="loss averaging (grpo, rloo, reinforce_pp; the others fix it)"
+    )
+    loss: Literal["grpo", "dr_grpo", "dapo", "rloo", "gspo", "reinforce_pp"] = Field(
+        "grpo",
+        description="grpo: group-normalized advantages, `aggregation`; dr_grpo: unscaled, "
+        "sum / (B × max_tokens); dapo: token mean; rloo: leave-one-out baseline; gspo: "
+        "sequence-level ratio and mean (set clip_eps ~3e-4); reinforce_pp: batch-normalized",
+    )
+    tis_cap: float | None = Field(
+        None,
+        gt=0,
+        description="truncated importance sampling: weight tokens by min(π_train/π_rollout, "
+        "this) against the rollout engine's logprobs (None = off)",
+    )
     adaptive_difficulty: bool = Field(
         True, description="draw (domain, difficulty) cells by their recent p(1-p)"
     )
@@ -123,6 +156,12 @@ class EvalConfig(_Strict):
         default_factory=lambda: list(range(1, 11)),
         description="held-out tasks cycle through these (e.g. [10]: the longest only)",
     )
+    every_steps: int = Field(
+        50, ge=0, description="during GRPO: evaluate the fixed monitor set every K steps (0 = off)"
+    )
+    monitor_per_domain: int = Field(
+        10, ge=1, description="monitor set: the first N held-out tasks of each domain"
+    )
 
     @model_validator(mode="after")
     def _levels(self) -> EvalConfig:
@@ -134,6 +173,34 @@ class EvalConfig(_Strict):
 
 class ControlConfig(_Strict):
     enabled: bool = Field(True, description="SFT further for DPO+GRPO's wall-clock")
+
+
+class AlertsConfig(_Strict):
+    """Thresholds of the training alerts (`posttrain.store.alerts`): warnings and alerts.jsonl."""
+
+    enabled: bool = Field(True, description="check each GRPO step's metrics")
+    entropy_min: float = Field(0.02, ge=0, description="entropy collapse: nats/token below")
+    length_ratio: float = Field(
+        2.0, gt=1, description="length jump: completion tokens above this × the recent mean"
+    )
+    reward_rise: float = Field(
+        0.35, gt=0, description="reward jump: mean reward above the recent mean by this"
+    )
+    verifier_error_rate: float = Field(0.02, ge=0, le=1, description="verifiers that raised")
+    sandbox_error_rate: float = Field(
+        0.05, ge=0, le=1, description="sessions/sandboxes that failed"
+    )
+    logprob_mismatch: float = Field(
+        0.5, gt=0, description="mean |train − rollout| logprob per sampled token"
+    )
+    window: int = Field(10, ge=1, description="steps of history the jump rules compare against")
+
+
+class LoggingConfig(_Strict):
+    tensorboard: bool = Field(True, description="mirror metrics to TensorBoard (tb/)")
+    wandb: bool = Field(
+        False, description="mirror metrics to Weights & Biases in offline mode (needs wandb)"
+    )
 
 
 class SandboxConfig(_Strict):
@@ -206,6 +273,8 @@ class RunConfig(_Strict):
     context: ContextConfig = Field(default_factory=lambda: ContextConfig())
     control: ControlConfig = Field(default_factory=lambda: ControlConfig())
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig())
+    alerts: AlertsConfig = Field(default_factory=lambda: AlertsConfig())
+    logging: LoggingConfig = Field(default_factory=lambda: LoggingConfig())
 
     @model_validator(mode="after")
     def _combinations(self) -> RunConfig:
@@ -238,6 +307,8 @@ SMOKE_OVERRIDES = [
     "grpo.batch_size=32",
     "grpo.minibatch_size=32",
     "eval.tasks_per_domain=10",
+    "eval.every_steps=2",
+    "eval.monitor_per_domain=3",
 ]
 
 

@@ -252,6 +252,18 @@ def test_an_unknown_domain_exits_2_before_training(run_in_process: Invoke, tmp_p
     assert not (tmp_path / "runs").exists()
 
 
+def test_wandb_logging_without_wandb_installed_exits_2_before_training(
+    run_in_process: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "wandb", None)
+    result = run_in_process("logging.wandb=true", f"out_dir={tmp_path / 'runs'}")
+    assert result.exit_code == 2, result.output
+    assert "pip install wandb" in result.output
+    assert not (tmp_path / "runs").exists()
+
+
 def test_the_tripwire_catches_a_run_that_gets_past_the_checks(
     run_in_process: Invoke, tmp_path: Path
 ) -> None:

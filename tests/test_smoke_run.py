@@ -58,8 +58,11 @@ def test_smoke_run_writes_a_complete_run_directory_loadable_without_posttrain(
     assert seconds < 120, f"the smoke run took {seconds:.0f} s"
 
     run = tmp_path / "smoke"
-    for name in ("config.yaml", "metrics.jsonl", "summary.md", "traces.sqlite"):
+    for name in ("config.yaml", "metrics.jsonl", "summary.md", "traces.sqlite", "report.html"):
         assert (run / name).is_file(), name
+    assert f"report: {run / 'report.html'}" in result.stdout
+    for label in ("untrained", *STAGES):
+        assert json.loads((run / "evals" / f"{label}.json").read_text())["label"] == label
     assert any(p.name.startswith("events.out.tfevents") for p in (run / "tb").rglob("*"))
     for stage in STAGES:
         assert (run / "checkpoints" / stage / COMPLETE_MARKER).is_file(), stage
@@ -67,7 +70,7 @@ def test_smoke_run_writes_a_complete_run_directory_loadable_without_posttrain(
     logged = {
         json.loads(line)["stage"] for line in (run / "metrics.jsonl").read_text().splitlines()
     }
-    assert set(STAGES) | {f"eval/{s}" for s in ("untrained", *STAGES)} <= logged
+    assert set(STAGES) | {f"eval/{s}" for s in ("untrained", *STAGES)} | {"heldout"} <= logged
     with sqlite3.connect(run / "traces.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM rollouts").fetchone()[0] > 0
 

@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from posttrain.types import FinishReason
+from posttrain.types import FinishReason, Message
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,9 @@ class GenerationRequest:
     params: SamplingParams
     key: str = ""  # the episode's task id, for scripted engines
     turn: int = 0  # the assistant turn index within the episode
+    # The conversation so far, for engines that take messages rather than token ids
+    # (an OpenAI-compatible server); token engines ignore it.
+    messages: list[Message] | None = None
 
 
 @dataclass

@@ -6,19 +6,32 @@ by token with per-row temperature, top-p, token budget and stop strings; finishe
 rows are dropped from the batch once they are the majority. Returned logprobs are
 those of the sampled tokens under the sampling distribution (temperature applied).
 
+`generate(requests, on_token=fn)` also reports each token as soon as it is sampled,
+for streaming: `fn(request_index, sample_index, token_id, logprob)`, where
+`request_index` is the request's position in `requests` and `sample_index` the
+sample's among that request's `n`. The callback runs on the generating thread,
+inside the decode loop: it should be quick, and an exception it raises ends the
+whole `generate` call (the way to abandon a generation nobody reads any more).
+
 Not guaranteed: bitwise equality with a training forward pass (batched, padded
 attention rounds differently), or identical samples across batch compositions.
+`on_token` hears token ids, not text: every sampled token, end-of-turn token
+included, exactly the `Completion.token_ids` to come; decoding them and cutting at
+stop strings is the caller's business.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
 from posttrain.engines.base import Completion, GenerationRequest, SamplingParams
 from posttrain.types import FinishReason
+
+# on_token(request_index, sample_index, token_id, logprob), called as each token is sampled.
+TokenCallback = Callable[[int, int, int, float], None]
 
 
 class HFEngine:
@@ -40,10 +53,14 @@ class HFEngine:
     def update_weights(self, state_dict: dict[str, torch.Tensor]) -> None:
         self.model.load_state_dict(state_dict)
 
-    def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+    def generate(
+        self, requests: list[GenerationRequest], on_token: TokenCallback | None = None
+    ) -> list[list[Completion]]:
+        """`n` completions per request; `on_token`, when given, hears each token as it is
+        sampled (see the module docstring)."""
         out: list[list[Completion]] = []
         for chunk in self._chunks(requests):
-            out.extend(self._generate_chunk(chunk))
+            out.extend(self._generate_chunk(chunk, on_token, first_index=len(out)))
         return out
 
     def _chunks(self, requests: list[GenerationRequest]) -> Iterator[list[GenerationRequest]]:
@@ -59,16 +76,22 @@ class HFEngine:
             yield chunk
 
     @torch.inference_mode()
-    def _generate_chunk(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+    def _generate_chunk(
+        self, requests: list[GenerationRequest], on_token: TokenCallback | None, first_index: int
+    ) -> list[list[Completion]]:
         model = self.model
         was_training = model.training
         model.eval()
         try:
-            return self._decode(requests)
+            return self._decode(requests, on_token, first_index)
         finally:
             model.train(was_training)
 
-    def _decode(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+    def _decode(
+        self, requests: list[GenerationRequest], on_token: TokenCallback | None, first_index: int
+    ) -> list[list[Completion]]:
+        """Generate one chunk; `first_index` is its first request's index in the whole
+        call, so that `on_token` hears request indices of the call, not of the chunk."""
         prompts = [r.prompt_ids for r in requests]
         if any(not p for p in prompts):
             raise ValueError("GenerationRequest.prompt_ids must not be empty")
@@ -98,6 +121,9 @@ class HFEngine:
         greedy = torch.tensor([p.greedy for p in params])
         top_p = torch.tensor([p.top_p for p in params])
         budget = [p.max_tokens for p in params]
+        owners = owner.tolist()
+        call_index = [first_index + i for i in owners]  # row -> request index in the call
+        sample_of = [s for r in requests for s in range(r.params.n)]  # row -> sample index
 
         rows = len(params)
         tokens: list[list[int]] = [[] for _ in range(rows)]
@@ -116,8 +142,11 @@ class HFEngine:
             for slot, row in enumerate(active):
                 if reasons[row] is not None:  # finished earlier, still in the batch
                     continue
-                tokens[row].append(int(chosen[slot]))
-                logps[row].append(float(chosen_lp[slot]))
+                token, logprob = int(chosen[slot]), float(chosen_lp[slot])
+                tokens[row].append(token)
+                logps[row].append(logprob)
+                if on_token is not None:
+                    on_token(call_index[row], sample_of[row], token, logprob)
                 if is_stop[slot] or self._hit_stop_string(tokens[row], params[row].stop):
                     reasons[row] = "stop"
                 elif step >= budget[row]:
@@ -139,7 +168,7 @@ class HFEngine:
             next_pos = next_pos + 1
 
         results: list[list[Completion]] = [[] for _ in requests]
-        for row, req_index in enumerate(owner.tolist()):
+        for row, req_index in enumerate(owners):
             reason = reasons[row] or "length"
             body = (
                 tokens[row][:-1]

@@ -179,6 +179,66 @@ def paired_compare(a: Sequence[bool], b: Sequence[bool]) -> PairedComparison:
     )
 
 
+def paired_difference_interval(
+    both: int, only_a: int, only_b: int, neither: int, z: float = Z_95
+) -> tuple[float, float]:
+    """95% interval of `rate_b - rate_a` for paired outcomes: Newcombe's hybrid score
+    method for paired proportions (method 10 of Newcombe 1998), built from the Wilson
+    intervals of both rates and their phi correlation; sound at small n and near 0 or 1.
+
+    phi gets Newcombe's continuity correction (`ad - bc` reduced by n/2 when positive).
+
+    >>> low, high = paired_difference_interval(36, 2, 12, 0)
+    >>> round(low, 4), round(high, 4)
+    (0.0569, 0.3404)
+    >>> paired_difference_interval(0, 0, 0, 0)
+    (-1.0, 1.0)
+    """
+    counts = [_as_count(k, v) for k, v in
+              (("both", both), ("only_a", only_a), ("only_b", only_b), ("neither", neither))]  # fmt: skip
+    both, only_a, only_b, neither = counts
+    n = both + only_a + only_b + neither
+    if n == 0:
+        return (-1.0, 1.0)
+    pa, pb = (both + only_a) / n, (both + only_b) / n
+    la, ua = wilson_interval(both + only_a, n, z)
+    lb, ub = wilson_interval(both + only_b, n, z)
+    margins = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
+    raw = both * neither - only_a * only_b
+    cross = raw - n / 2 if raw > n / 2 else float(min(raw, 0))
+    phi = cross / math.sqrt(margins) if margins else 0.0
+    delta = pb - pa
+    low = delta - math.sqrt(
+        max(0.0, (pb - lb) ** 2 - 2 * phi * (pb - lb) * (ua - pa) + (ua - pa) ** 2)
+    )
+    high = delta + math.sqrt(
+        max(0.0, (ub - pb) ** 2 - 2 * phi * (ub - pb) * (pa - la) + (pa - la) ** 2)
+    )
+    return (max(-1.0, low), min(1.0, high))
+
+
+def pass_at_k(samples: int, passed: int, k: int) -> float:
+    """Unbiased pass@k from `passed` of `samples` draws of one task (Chen et al. 2021):
+    the chance that at least one of `k` draws without replacement passes.
+
+    >>> pass_at_k(10, 0, 5), pass_at_k(10, 10, 1), round(pass_at_k(10, 3, 5), 4)
+    (0.0, 1.0, 0.9167)
+    >>> pass_at_k(4, 1, 5)
+    Traceback (most recent call last):
+    ...
+    ValueError: pass@k needs k <= samples, got k=5, samples=4
+    """
+    samples, passed = _check_counts(passed, samples)[::-1]
+    if not 1 <= k <= samples:
+        raise ValueError(f"pass@k needs k <= samples, got k={k}, samples={samples}")
+    if samples - passed < k:
+        return 1.0
+    miss = 1.0
+    for i in range(samples - passed + 1, samples + 1):
+        miss *= 1.0 - k / i
+    return 1.0 - miss
+
+
 def _as_count(name: str, value: int) -> int:
     """`value` as a plain int (numpy integers accepted), or ValueError naming it."""
     try:

@@ -124,7 +124,12 @@ def run_episodes(
     # First turn: one request per task with n samples sharing the prompt's prefill.
     start = time.perf_counter()
     first = engine.generate(
-        [GenerationRequest(g[0].prompt_ids, params, key=g[0].task.id, turn=0) for g in fitting]
+        [
+            GenerationRequest(
+                g[0].prompt_ids, params, key=g[0].task.id, turn=0, messages=list(g[0].messages)
+            )
+            for g in fitting
+        ]
     ) if fitting else []  # fmt: skip
     elapsed = (time.perf_counter() - start) / max(1, len(flat))
     for group, completions in zip(fitting, first, strict=True):
@@ -135,7 +140,11 @@ def run_episodes(
     while active := [e for e in flat if not e.done]:
         requests = [
             GenerationRequest(
-                e.prompt_ids + e.completion_ids, one, key=e.task.id, turn=len(e.turns)
+                e.prompt_ids + e.completion_ids,
+                one,
+                key=e.task.id,
+                turn=len(e.turns),
+                messages=list(e.messages),
             )
             for e in active
         ]

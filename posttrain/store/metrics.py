@@ -11,6 +11,11 @@ Each `log` call appends one line to `metrics.jsonl` and flushes it:
 Non-finite values (NaN, inf) are written as `null`, keeping the file strict JSON;
 TensorBoard receives them as they are, under the tag `"{stage}/{key}"`.
 
+With `wandb=True` every call is also mirrored to Weights & Biases in offline mode
+(`wandb.init(mode="offline", dir=run/)`; sync later with `wandb sync`), as
+`wandb.log({"{stage}/{key}": value, ...})` with the stage's step under `"{stage}/step"`;
+`WandbMissing` is raised at construction when the package is not installed.
+
 Not guaranteed: lines are flushed to the OS, not fsynced, so a power cut can lose
 the last few; a `kill -9` mid-write can tear the last line, which `read_metrics`
 skips and the next logger opened on the file cuts off. TensorBoard events are
@@ -34,11 +39,32 @@ if TYPE_CHECKING:
     from tensorboardX import SummaryWriter
 
 
+class WandbMissing(RuntimeError):
+    """Weights & Biases logging was asked for but the `wandb` package is not installed."""
+
+
 class MetricsLogger:
     """Appends metrics to a run's `metrics.jsonl` and TensorBoard directory."""
 
-    def __init__(self, run_dir: RunDir, tensorboard: bool = True) -> None:
+    def __init__(
+        self,
+        run_dir: RunDir,
+        tensorboard: bool = True,
+        wandb: bool = False,
+        wandb_config: dict[str, Any] | None = None,
+    ) -> None:
         self.run_dir = run_dir
+        self._wandb: Any = None
+        if wandb:
+            try:
+                import wandb as wandb_module
+            except ImportError:
+                raise WandbMissing(
+                    "logging.wandb=true needs the wandb package: pip install wandb"
+                ) from None
+            self._wandb = wandb_module.init(
+                mode="offline", dir=str(run_dir.path), name=run_dir.name, config=wandb_config
+            )
         self._file: IO[str] = _open_for_append(run_dir.metrics_path)
         self._tb: SummaryWriter | None = None
         if tensorboard:
@@ -75,6 +101,9 @@ class MetricsLogger:
         if self._tb is not None:
             for key, number in numbers.items():
                 self._tb.add_scalar(f"{stage}/{key}", number, global_step=int(step), walltime=now)
+        if self._wandb is not None:
+            row = {f"{stage}/{key}": number for key, number in numbers.items()}
+            self._wandb.log({**row, f"{stage}/step": int(step)})
 
     def close(self) -> None:
         """Flush and close the JSONL file and the TensorBoard writer; safe to call twice."""
@@ -83,6 +112,9 @@ class MetricsLogger:
         if self._tb is not None:
             self._tb.close()
             self._tb = None
+        if self._wandb is not None:
+            self._wandb.finish()
+            self._wandb = None
 
     def __enter__(self) -> MetricsLogger:
         return self

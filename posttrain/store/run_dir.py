@@ -12,7 +12,10 @@ Layout (paths are properties, so no other room spells a file name):
     tb/               TensorBoard event files (store.metrics)
     traces.sqlite     every rollout, exactly once (store.traces)
     checkpoints/      one complete directory per stage (store.atomic)
+    evals/            one results file per held-out evaluation (eval.results)
+    alerts.jsonl      one JSON line per alert raised during training (store.alerts)
     summary.md        the human-readable outcome
+    report.html       plots and tables of the run, self-contained (eval.report)
 
 `create` fails early, with a `RunDirError` naming the path and the reason, when
 the root cannot be created or written; it never reuses an existing run folder.
@@ -131,6 +134,23 @@ class RunDir:
     @property
     def traces_path(self) -> Path:
         return self.path / "traces.sqlite"
+
+    @property
+    def alerts_path(self) -> Path:
+        return self.path / "alerts.jsonl"
+
+    @property
+    def report_path(self) -> Path:
+        return self.path / "report.html"
+
+    @property
+    def evals_dir(self) -> Path:
+        return self.path / "evals"
+
+    def eval_path(self, label: str) -> Path:
+        """Where the results file of the held-out evaluation `label` lives."""
+        _check_name("evaluation label", label)
+        return self.evals_dir / f"{label}.json"
 
     def checkpoint_path(self, stage: str) -> Path:
         """Where the checkpoint of `stage` (`"sft"`, `"dpo"`, `"grpo"`, ...) lives."""

@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS rollouts (
     created REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS rollouts_stage ON rollouts (stage);
+CREATE INDEX IF NOT EXISTS rollouts_filters ON rollouts (domain, stage, passed, policy_version);
 """
 
 _INSERT = (

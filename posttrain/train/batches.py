@@ -58,6 +58,20 @@ def batch_logprobs(
     return token_logprobs(logits[:, :-1, :], batch.labels)
 
 
+def batch_logprobs_entropy(
+    model: PreTrainedModel, batch: TokenBatch, temperature: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`batch_logprobs` and, detached, the entropy (nats) of each position's
+    next-token distribution: ([B, T-1], [B, T-1]). One forward pass for both."""
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    if temperature != 1.0:
+        logits = logits / temperature
+    logp = torch.log_softmax(logits[:, :-1, :].float(), dim=-1)  # [B, T-1, V]
+    with torch.no_grad():
+        entropy = -(logp.exp() * logp).sum(-1)
+    return logp.gather(-1, batch.labels[..., None]).squeeze(-1), entropy
+
+
 def sequence_logprob_sums(
     model: PreTrainedModel, rollouts: Sequence[Rollout], pad_id: int, chunk: int = 64
 ) -> torch.Tensor:

@@ -7,6 +7,8 @@ with) until `stop()` is called when GRPO
 ends; it then saves its checkpoint and hands back its metrics. Both arms run at the
 same time with one intra-op thread each, so on a 2-core machine they get equal
 wall-clock and equal cores. If the child dies, `stop()` raises with its exit code.
+A LoRA run's SFT checkpoint loads in the child as base + adapter, so the control arm
+trains the same adapter with the same settings.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ def _worker(
 
     torch.set_num_threads(threads)
     hf_logging.disable_progress_bar()
-    policy, _state = load_checkpoint(sft_checkpoint)
+    policy, state = load_checkpoint(sft_checkpoint)
     cfg = SFTConfig(**cfg_data).model_copy(update={"max_steps": 10**9, "warmup_steps": 0})
     log: list[tuple[int, dict[str, float]]] = []
     res = train_sft(
@@ -125,5 +127,8 @@ def _worker(
         should_stop=stop_event.is_set,
         constant_lr=lr,
     )
-    save_checkpoint(out_checkpoint, policy, "control", res.steps, {"seconds": res.seconds})
+    # The SFT checkpoint's base-model record lets a LoRA control checkpoint load as
+    # base + adapter too (see posttrain.train.checkpoint).
+    extra = {"base_model": state["base_model"]} if "base_model" in state else {}
+    save_checkpoint(out_checkpoint, policy, "control", res.steps, {"seconds": res.seconds, **extra})
     results.put(ControlOutcome(res.steps, res.seconds, res.best_val_loss, log))

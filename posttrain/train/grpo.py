@@ -6,6 +6,11 @@ included), turns verdict rewards into group-normalized advantages, drops groups
 whose rewards are all equal (they carry no signal), and takes clipped-surrogate
 steps on the rest, with an optional k3 KL penalty to the policy the stage started
 from. The rollout's own sampling logprobs are the "old" logprobs of the ratio.
+
+`cfg.loss` picks the variant (`loss_plan`): the advantage baseline, the loss
+aggregation and the ratio level. With `cfg.tis_cap` the old logprobs are instead
+recomputed by the training model before the step's first update, and each token's
+loss is weighted by the truncated ratio of those to the rollout logprobs (TIS).
 """
 
 from __future__ import annotations
@@ -21,16 +26,65 @@ from transformers import PreTrainedModel
 
 from posttrain.config import GRPOConfig
 from posttrain.domains.base import Domain
+from posttrain.domains.matrix import family_of
 from posttrain.engines.base import Engine, SamplingParams
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import run_episodes
-from posttrain.train.batches import batch_logprobs, pack
-from posttrain.train.losses import grpo_advantages, grpo_loss
+from posttrain.train.batches import batch_logprobs, batch_logprobs_entropy, pack
+from posttrain.train.losses import (
+    batch_advantages,
+    grpo_advantages,
+    grpo_loss,
+    masked_mean,
+    rloo_advantages,
+)
 from posttrain.train.mixture import TaskSampler
 from posttrain.types import Rollout
 
 LogFn = Callable[[int, dict[str, float]], None]
 RecordFn = Callable[[list[Rollout]], None]
+StepHook = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class LossPlan:
+    """How `cfg.loss` maps onto the loss math of `train/losses.py`."""
+
+    baseline: str  # "group" (GRPO), "rloo" (leave-one-out) or "batch" (REINFORCE++)
+    scale: bool  # divide group-baselined advantages by the group std
+    aggregation: str  # "token", "sequence" or "constant" (Dr. GRPO)
+    ratio_level: str  # "token", or "sequence" (GSPO)
+
+
+def loss_plan(cfg: GRPOConfig) -> LossPlan:
+    """The variant's advantages, aggregation and ratio level; "grpo" is the configured
+    `scale_rewards` and `aggregation` as they are."""
+    plans = {
+        "grpo": LossPlan("group", cfg.scale_rewards, cfg.aggregation, "token"),
+        "dr_grpo": LossPlan("group", False, "constant", "token"),
+        "dapo": LossPlan("group", cfg.scale_rewards, "token", "token"),
+        "rloo": LossPlan("rloo", False, cfg.aggregation, "token"),
+        "gspo": LossPlan("group", cfg.scale_rewards, "sequence", "sequence"),
+        "reinforce_pp": LossPlan("batch", True, cfg.aggregation, "token"),
+    }
+    return plans[cfg.loss]
+
+
+def step_advantages(rewards: torch.Tensor, cfg: GRPOConfig) -> tuple[torch.Tensor, list[int]]:
+    """Advantages [B*G] of the variant, and the rollouts worth training on: those of
+    groups with reward spread (a group baseline gives the rest zero advantage), or
+    with the batch baseline every rollout as long as the batch has spread."""
+    plan = loss_plan(cfg)
+    if plan.baseline == "batch":
+        advantages = batch_advantages(rewards)
+        has_signal = bool(rewards.numel() > 1 and rewards.float().std() > 0)
+        return advantages, list(range(rewards.numel())) if has_signal else []
+    if plan.baseline == "rloo":
+        advantages = rloo_advantages(rewards, cfg.group_size)
+    else:
+        advantages = grpo_advantages(rewards, cfg.group_size, scale=plan.scale)
+    spread = rewards.view(-1, cfg.group_size).std(dim=1) > 0  # [B]
+    return advantages, [i for i in range(rewards.numel()) if spread[i // cfg.group_size]]
 
 
 @dataclass
@@ -53,8 +107,12 @@ def train_grpo(
     over_long: OverLongPolicy | None = None,
     log: LogFn | None = None,
     record: RecordFn | None = None,
+    after_step: StepHook | None = None,
 ) -> GRPOResult:
+    """`after_step(step)` runs after each update (the recipe's monitor evaluation); its
+    time does not count against `cfg.max_minutes`."""
     pad_id = tokenizer.pad_token_id
+    plan = loss_plan(cfg)
     ref_model = copy.deepcopy(model).eval() if cfg.kl_coef > 0 else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.99))
     params = SamplingParams(
@@ -93,34 +151,54 @@ def train_grpo(
 
         # 2. Advantages; groups with no reward spread carry no gradient and are dropped.
         rewards = torch.tensor([r.reward for r in rollouts])  # [B*G]
-        advantages = grpo_advantages(rewards, cfg.group_size, scale=cfg.scale_rewards)
+        advantages, keep = step_advantages(rewards, cfg)
         spread = rewards.view(-1, cfg.group_size).std(dim=1) > 0  # [B]
-        keep = [i for i in range(len(rollouts)) if spread[i // cfg.group_size]]
 
         # 3. Policy update on the kept rollouts.
         t1 = time.perf_counter()
         stats: dict[str, float] = {"clip_frac": 0.0, "kl": 0.0, "loss": 0.0}
+        probe: dict[str, float] = {}
         updates = 0
         model.train()
+        # TIS: "old" is the training model before this step's first update, so the
+        # ratio to the rollout logprobs measures only the train/inference mismatch.
+        train_old: dict[int, torch.Tensor] = {}
+        if cfg.tis_cap is not None:
+            stats.update(tis_weight_mean=0.0, tis_clipped_frac=0.0)
+            with torch.no_grad():
+                for i in range(0, len(keep), cfg.minibatch_size):
+                    batch = pack([rollouts[j] for j in keep[i : i + cfg.minibatch_size]], pad_id)
+                    train_old[i] = batch_logprobs(model, batch, cfg.temperature)  # [b, T-1]
         for _ in range(cfg.epochs):
             for i in range(0, len(keep), cfg.minibatch_size):
                 idx = keep[i : i + cfg.minibatch_size]
                 batch = pack([rollouts[j] for j in idx], pad_id)
-                logprobs = batch_logprobs(model, batch, cfg.temperature)  # [b, T-1]
+                if not probe:
+                    out: list[torch.Tensor] = []
+                    probe = policy_probe(model, batch, cfg, out)
+                    logprobs = out[0]
+                else:
+                    logprobs = batch_logprobs(model, batch, cfg.temperature)  # [b, T-1]
                 ref_logprobs = None
                 if ref_model is not None:
                     with torch.no_grad():
                         ref_logprobs = batch_logprobs(ref_model, batch, cfg.temperature)
+                tis: dict[str, Any] = {}
+                if cfg.tis_cap is not None:
+                    tis = {"rollout_logprobs": batch.old_logprobs, "tis_cap": cfg.tis_cap}
                 loss, parts = grpo_loss(
                     logprobs,
-                    batch.old_logprobs,
+                    train_old.get(i, batch.old_logprobs),
                     advantages[idx],
                     batch.loss_mask,
                     clip_eps=cfg.clip_eps,
                     clip_eps_high=cfg.clip_eps_high,
                     ref_logprobs=ref_logprobs,
                     kl_coef=cfg.kl_coef,
-                    aggregation=cfg.aggregation,
+                    aggregation=plan.aggregation,
+                    ratio_level=plan.ratio_level,
+                    max_tokens=max_tokens,
+                    **tis,
                 )
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
@@ -130,6 +208,12 @@ def train_grpo(
                 stats["loss"] += float(loss.detach())
                 stats["clip_frac"] += float(parts["clip_frac"])
                 stats["kl"] += float(parts.get("kl", torch.tensor(0.0)))
+                for key in ("tis_weight_mean", "tis_clipped_frac"):
+                    if key in parts:
+                        stats[key] += float(parts[key])
+        if not probe:  # nothing was trained on: probe the batch anyway, it is the signal
+            with torch.no_grad():
+                probe = policy_probe(model, pack(rollouts[: cfg.minibatch_size], pad_id), cfg)
         mean_reward = float(rewards.mean())
         rewards_seen.append(mean_reward)
         if log is not None:
@@ -142,12 +226,20 @@ def train_grpo(
                     "groups_with_signal": float(spread.float().mean()),
                     "completion_tokens": sum(lengths) / len(lengths),
                     "errors": float(sum(r.error is not None for r in rollouts)),
+                    **error_rates(rollouts),
                     "rollout_s": rollout_s,
                     "update_s": time.perf_counter() - t1,
+                    "tokens_per_s": sum(lengths) / max(rollout_s, 1e-9),
                     "difficulty_mean": sum(t.difficulty for t in tasks) / len(tasks),
                     **{k: v / max(1, updates) for k, v in stats.items()},
+                    **probe,
+                    **by_family(rollouts),
                 },
             )
+        if after_step is not None:
+            paused = time.perf_counter()
+            after_step(step)
+            start += time.perf_counter() - paused
     window = max(1, len(rewards_seen) // 5)
     return GRPOResult(
         steps=step,
@@ -155,6 +247,45 @@ def train_grpo(
         mean_reward_first=sum(rewards_seen[:window]) / max(1, len(rewards_seen[:window])),
         mean_reward_last=sum(rewards_seen[-window:]) / max(1, len(rewards_seen[-window:])),
     )
+
+
+def policy_probe(
+    model: PreTrainedModel, batch: Any, cfg: GRPOConfig, logprobs_out: list[Any] | None = None
+) -> dict[str, float]:
+    """Entropy of the policy on the sampled tokens' positions and its gap to the rollout
+    logprobs, measured before any update of the step: then the trained policy is the
+    sampling policy, so the gap is the train/inference mismatch. `logprobs_out` receives
+    the forward's logprobs (with grad) for reuse."""
+    logprobs, entropy = batch_logprobs_entropy(model, batch, cfg.temperature)
+    if logprobs_out is not None:
+        logprobs_out.append(logprobs)
+    gap = (logprobs.detach() - batch.old_logprobs).abs()
+    return {
+        "entropy": float(masked_mean(entropy, batch.loss_mask)),
+        "logprob_mismatch": float(masked_mean(gap, batch.loss_mask)),
+    }
+
+
+def error_rates(rollouts: list[Rollout]) -> dict[str, float]:
+    """Shares of rollouts whose verifier raised, and whose session or sandbox failed."""
+    n = max(1, len(rollouts))
+    return {
+        "verifier_error_rate": sum(r.verdict.error is not None for r in rollouts) / n,
+        "sandbox_error_rate": sum((r.error or "").startswith("session") for r in rollouts) / n,
+    }
+
+
+def by_family(rollouts: list[Rollout]) -> dict[str, float]:
+    """Reward, pass rate and sampled tokens per domain family: `by_family/{family}/...`."""
+    groups: dict[str, list[Rollout]] = {}
+    for r in rollouts:
+        groups.setdefault(family_of(r.domain), []).append(r)
+    out: dict[str, float] = {}
+    for family, rs in groups.items():
+        out[f"by_family/{family}/reward"] = sum(r.reward for r in rs) / len(rs)
+        out[f"by_family/{family}/pass_rate"] = sum(r.verdict.passed for r in rs) / len(rs)
+        out[f"by_family/{family}/tokens"] = sum(sum(r.loss_mask) for r in rs) / len(rs)
+    return out
 
 
 def ramp_ceiling(cfg: GRPOConfig, step: int, elapsed_s: float) -> int | None:

@@ -15,7 +15,8 @@ greedy, and pairs checkpoints with an exact McNemar test.
 
 from __future__ import annotations
 
-import dataclasses
+import importlib.util
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,17 +32,24 @@ from posttrain.domains.base import Domain
 from posttrain.domains.dataset import DatasetDomain, DatasetError
 from posttrain.engines.hf import HFEngine
 from posttrain.eval.evaluate import EvalResult, compare, evaluate
+from posttrain.eval.results import results_document, save_results
 from posttrain.eval.stats import PairedComparison
-from posttrain.models.loading import ModelNotFoundError, Policy, check_model_name, load_policy
-from posttrain.models.tiny import TinyModelSpec
+from posttrain.models.loading import ModelNotFoundError, Policy, check_model_name
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import replay_references
 from posttrain.store import MetricsLogger, RunDir, TraceStore
-from posttrain.train.checkpoint import load_checkpoint, save_checkpoint
+from posttrain.store.metrics import WandbMissing
+from posttrain.train.checkpoint import (
+    base_model_record,
+    load_checkpoint,
+    load_run_policy,
+    save_checkpoint,
+)
 from posttrain.train.control import ControlArm, ControlOutcome
 from posttrain.train.dpo import PreferencePair, mine_pairs, train_dpo
 from posttrain.train.grpo import train_grpo
 from posttrain.train.mixture import TaskSampler, heldout_tasks, prompt_key
+from posttrain.train.monitor import TrainingMonitor
 from posttrain.train.sft import train_sft
 from posttrain.types import Rollout
 
@@ -64,6 +72,8 @@ class Reporter(Protocol):
 
     def evaluated(self, result: EvalResult) -> None: ...
 
+    def warn(self, message: str) -> None: ...
+
 
 class QuietReporter:
     def stage(self, name: str, total: float) -> None:
@@ -74,6 +84,9 @@ class QuietReporter:
 
     def evaluated(self, result: EvalResult) -> None:
         pass
+
+    def warn(self, message: str) -> None:
+        logging.getLogger("posttrain").warning(message)
 
 
 @dataclass
@@ -130,15 +143,29 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
         check_model_name(config.model.name)
     except ModelNotFoundError as exc:
         raise ConfigError(f"model.name: {exc}") from None
+    if config.logging.wandb and importlib.util.find_spec("wandb") is None:
+        raise ConfigError("logging.wandb=true needs the wandb package: pip install wandb")
     run = RunDir.create(config.out_dir, config.name)
     hf_logging.disable_progress_bar()  # our own progress bars speak for the stages
     run.write_config(config.model_dump(mode="json"))
     torch.set_num_threads(config.model.threads)
     torch.manual_seed(config.seed)
     result = RecipeResult(run.path)
-    with MetricsLogger(run) as metrics, TraceStore(run.traces_path) as traces:
+    try:
+        metrics = MetricsLogger(
+            run,
+            tensorboard=config.logging.tensorboard,
+            wandb=config.logging.wandb,
+            wandb_config=config.model_dump(mode="json"),
+        )
+    except WandbMissing as exc:
+        raise ConfigError(str(exc)) from None
+    with metrics, TraceStore(run.traces_path) as traces:
         _Pipeline(config, domains, run, metrics, traces, report, result).run()
     run.write_summary(summary_markdown(config, result))
+    from posttrain.eval.report import write_run_report  # matplotlib: only when reporting
+
+    write_run_report(run.path)
     return result
 
 
@@ -155,13 +182,8 @@ class _Pipeline:
     ) -> None:
         self.cfg, self.domains, self.run_dir = config, domains, run
         self.metrics, self.traces, self.report, self.result = metrics, traces, report, result
-        m = config.model
-        spec = TinyModelSpec(m.hidden_size, m.num_layers, m.num_heads, m.intermediate_size)
-        if m.max_positions is not None:
-            spec = dataclasses.replace(spec, max_positions=m.max_positions)
-        self.policy: Policy = load_policy(m.name, seed=config.seed, spec=spec)
-        if m.max_positions is not None:  # a loaded model's window, widened or narrowed
-            self.policy.model.config.max_position_embeddings = m.max_positions
+        # With model.lora.r set, every stage (and the control arm) trains the adapters only.
+        self.policy: Policy = load_run_policy(config.model, config.seed)
         self.tok = self.policy.tokenizer
         self.pad_id: int = self.tok.pad_token_id  # type: ignore[attr-defined]
         self.engine = HFEngine(self.policy.model, self.tok, seed=config.seed)
@@ -173,6 +195,7 @@ class _Pipeline:
         e = config.eval
         self.heldout = heldout_tasks(domains, e.tasks_per_domain, e.seed_offset, e.difficulties)
         self.exclude = {prompt_key(t) for t in self.heldout}
+        self.monitor = TrainingMonitor(config, run, self.heldout, metrics, report.warn)
 
     def run(self) -> None:
         cfg = self.cfg
@@ -310,6 +333,7 @@ class _Pipeline:
             over_long=self.over_long,
             log=self.logger("grpo"),
             record=self.record_grpo,
+            after_step=self.monitor_grpo,
         )
         seconds = time.perf_counter() - start
         self.finish(
@@ -340,9 +364,15 @@ class _Pipeline:
     def record_grpo(self, rollouts: list[Rollout]) -> None:
         self.traces.record(rollouts, "grpo")
 
+    def monitor_grpo(self, step: int) -> None:
+        if self.monitor.due(step):
+            self.monitor.evaluate(step, self.engine, self.tok, self.cfg.max_new_tokens,
+                                  self.max_context, self.over_long)  # fmt: skip
+
     def logger(self, stage: str) -> Callable[[int, dict[str, float]], None]:
         def log(step: int, values: dict[str, float]) -> None:
             self.metrics.log(stage, step, values)
+            self.monitor.check(stage, step, values)
             self.report.update(step, values)
 
         return log
@@ -355,7 +385,11 @@ class _Pipeline:
             self.policy,
             stage,
             step,
-            {"stats": stats, "trace_high_water_mark": self.traces.high_water_mark()},
+            {
+                "stats": stats,
+                "trace_high_water_mark": self.traces.high_water_mark(),
+                "base_model": base_model_record(self.cfg.model, self.cfg.seed),
+            },
         )
         self.evaluate(stage)
 
@@ -372,6 +406,12 @@ class _Pipeline:
             over_long=self.over_long,
         )
         self.traces.record(res.rollouts, f"eval/{label}")
+        settings = {"greedy": True, "max_tokens": self.cfg.max_new_tokens, "seed": self.cfg.seed,
+                    "tasks_per_domain": self.cfg.eval.tasks_per_domain,
+                    "seed_offset": self.cfg.eval.seed_offset,
+                    "difficulties": self.cfg.eval.difficulties}  # fmt: skip
+        model = self.cfg.model.name if label == "untrained" else f"checkpoints/{label}"
+        save_results(self.run_dir.eval_path(label), results_document(res, model, settings))
         values = {"completion": res.overall.rate, "mean": res.mean}
         for name, score in res.per_domain.items():
             values[f"{name}/completion"] = score.completed.rate

@@ -163,6 +163,27 @@ def test_generation_leaves_the_model_in_training_mode(tiny_model: Any, tokenizer
     assert tiny_model.training
 
 
+def test_on_token_hears_each_completions_tokens_in_order(
+    scrambled_model: Any, tokenizer: Any
+) -> None:
+    engine = HFEngine(scrambled_model, tokenizer, max_batch_rows=3)  # two chunks: 2 + 2 rows
+    params = SamplingParams(max_tokens=6, temperature=1.0, n=2)
+    requests = [GenerationRequest(encode(tokenizer, p), params) for p in ("hello", "12+345")]
+    heard: dict[tuple[int, int], list[tuple[int, float]]] = {}
+
+    def on_token(request: int, sample: int, token: int, logprob: float) -> None:
+        heard.setdefault((request, sample), []).append((token, logprob))
+
+    results = engine.generate(requests, on_token=on_token)
+    expected = {
+        (r, s): list(zip(c.token_ids, c.logprobs, strict=True))
+        for r, completions in enumerate(results)
+        for s, c in enumerate(completions)
+    }
+    assert heard == expected
+    assert sorted(heard) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
 def forward_logprobs(
     model: Any, prompt: list[int], completion: Completion, temperature: float = 1.0
 ) -> torch.Tensor:

@@ -126,3 +126,45 @@ def test_read_metrics_rejects_malformed_interior_line(tmp_path: Path) -> None:
     path.write_text('not json\n{"stage": "sft", "step": 0, "time": 0.0, "values": {}}\n')
     with pytest.raises(ValueError, match=r"metrics\.jsonl:1"):
         read_metrics(path)
+
+
+class _FakeRun:
+    def __init__(self, calls: list) -> None:
+        self.calls = calls
+
+    def log(self, row: dict) -> None:
+        self.calls.append(("log", row))
+
+    def finish(self) -> None:
+        self.calls.append(("finish",))
+
+
+def test_wandb_mirrors_every_row_in_offline_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+    import types
+
+    calls: list = []
+    fake = types.ModuleType("wandb")
+    fake.init = lambda **kw: calls.append(("init", kw)) or _FakeRun(calls)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    run = RunDir.create(tmp_path)
+    with MetricsLogger(run, tensorboard=False, wandb=True, wandb_config={"seed": 0}) as m:
+        m.log("grpo", 3, {"reward": 0.5})
+    assert calls[0][0] == "init" and calls[0][1]["mode"] == "offline"
+    assert calls[0][1]["dir"] == str(run.path) and calls[0][1]["config"] == {"seed": 0}
+    assert calls[1] == ("log", {"grpo/reward": 0.5, "grpo/step": 3})
+    assert calls[-1] == ("finish",)
+
+
+def test_wandb_without_the_package_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from posttrain.store.metrics import WandbMissing
+
+    monkeypatch.setitem(sys.modules, "wandb", None)  # import wandb raises ImportError
+    with pytest.raises(WandbMissing, match="pip install wandb"):
+        MetricsLogger(RunDir.create(tmp_path), tensorboard=False, wandb=True)

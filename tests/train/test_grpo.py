@@ -28,7 +28,17 @@ LOGGED_KEYS = {
     "clip_frac",
     "kl",
     "loss",
+    "verifier_error_rate",
+    "sandbox_error_rate",
+    "tokens_per_s",
+    "entropy",
+    "logprob_mismatch",
 }
+
+
+def _overall(values: dict[str, float]) -> set[str]:
+    """The logged keys apart from the per-family ones (`by_family/<family>/...`)."""
+    return {k for k in values if not k.startswith("by_family/")}
 
 
 class SayYes:
@@ -146,8 +156,11 @@ def test_grpo_logs_the_expected_keys_each_step(tiny_model: Any, tokenizer: Any) 
     logged = run_grpo(tiny_model, tokenizer, ["yes", "no"], SMALL)
     assert len(logged) == SMALL.steps
     for values in logged:
-        assert set(values) == LOGGED_KEYS
-        assert values["pass_rate"] == 0.5
+        assert _overall(values) == LOGGED_KEYS
+        assert values["by_family/test/pass_rate"] == values["pass_rate"] == 0.5
+        assert values["by_family/test/tokens"] == values["completion_tokens"]
+        assert values["verifier_error_rate"] == values["sandbox_error_rate"] == 0.0
+        assert values["entropy"] > 0 and values["logprob_mismatch"] > 0  # scripted: -1 each
         assert values["errors"] == 0.0
         assert values["completion_tokens"] == pytest.approx((4 + 3) / 2)  # "yes"/"no" + eos
 
@@ -186,7 +199,8 @@ def test_grpo_runs_end_to_end_on_the_starter_domains(tiny_model: Any, tokenizer:
         log=lambda step, values: logged.append(values),
     )
     assert result.steps == 1
-    assert len(logged) == 1 and set(logged[0]) == LOGGED_KEYS
+    assert len(logged) == 1 and _overall(logged[0]) == LOGGED_KEYS
+    assert logged[0]["logprob_mismatch"] < 1e-3  # the real engine samples what training scores
     assert result.mean_reward_first == result.mean_reward_last == logged[0]["reward"]
 
 

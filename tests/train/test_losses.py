@@ -7,7 +7,18 @@ import math
 import pytest
 import torch
 
-from posttrain.train.losses import dpo_loss, grpo_advantages, grpo_loss, sft_loss, token_logprobs
+from posttrain.train.losses import (
+    aggregate,
+    batch_advantages,
+    dpo_loss,
+    grpo_advantages,
+    grpo_loss,
+    rloo_advantages,
+    sequence_log_ratio,
+    sft_loss,
+    token_logprobs,
+    truncated_is_weights,
+)
 
 # ---- grpo_advantages ---------------------------------------------------------------------
 
@@ -168,3 +179,253 @@ def test_token_logprobs_equal_log_softmax_gathered_at_the_labels() -> None:
         [torch.stack([manual[b, t, labels[b, t]] for t in range(3)]) for b in range(2)]
     )
     assert torch.allclose(token_logprobs(logits, labels), expected, atol=1e-6)
+
+
+def test_chunked_token_logprobs_equal_the_unchunked_values_and_gradients() -> None:
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 5, 11, generator=generator, requires_grad=True)  # [B, T, V]
+    labels = torch.randint(0, 11, (3, 5), generator=generator)
+    weights = torch.randn(3, 5, generator=generator)
+    whole = token_logprobs(logits, labels)
+    (grad_whole,) = torch.autograd.grad((whole * weights).sum(), logits)
+    chunked = token_logprobs(logits, labels, chunk=4)  # 15 positions: 4 + 4 + 4 + 3
+    (grad_chunked,) = torch.autograd.grad((chunked * weights).sum(), logits)
+    assert torch.allclose(chunked, whole, atol=1e-6)
+    assert torch.allclose(grad_chunked, grad_whole, atol=1e-6)
+
+
+def test_chunked_token_logprobs_without_grad_equal_the_unchunked_values() -> None:
+    generator = torch.Generator().manual_seed(1)
+    logits = torch.randn(2, 7, 5, generator=generator)
+    labels = torch.randint(0, 5, (2, 7), generator=generator)
+    with torch.no_grad():
+        assert torch.allclose(
+            token_logprobs(logits, labels, chunk=3), token_logprobs(logits, labels)
+        )
+
+
+def test_token_logprobs_reject_a_chunk_below_one() -> None:
+    with pytest.raises(ValueError, match="chunk"):
+        token_logprobs(torch.zeros(1, 2, 3), torch.zeros(1, 2, dtype=torch.long), chunk=0)
+
+
+# ---- DPO variants -------------------------------------------------------------------------
+
+# one pair with Δ = (−3 − −4) − (−5 − −4.5) = 1.5, β = 0.1, so βΔ = 0.15
+PAIR = dict(
+    policy_chosen=torch.tensor([-3.0]),
+    policy_rejected=torch.tensor([-5.0]),
+    ref_chosen=torch.tensor([-4.0]),
+    ref_rejected=torch.tensor([-4.5]),
+)
+
+
+def softplus(x: float) -> float:  # −log σ(−x)
+    return math.log1p(math.exp(x))
+
+
+def test_cdpo_label_smoothing_mixes_in_the_flipped_label() -> None:
+    loss, _ = dpo_loss(**PAIR, beta=0.1, label_smoothing=0.1)
+    expected = 0.9 * softplus(-0.15) + 0.1 * softplus(0.15)  # 0.9·0.62096 + 0.1·0.77096
+    assert loss.item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_robust_dpo_subtracts_the_flipped_label_and_rescales() -> None:
+    loss, _ = dpo_loss(**PAIR, beta=0.1, loss_type="robust", label_smoothing=0.1)
+    expected = (0.9 * softplus(-0.15) - 0.1 * softplus(0.15)) / 0.8
+    assert loss.item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_ipo_is_the_squared_distance_of_the_margin_to_one_over_two_beta() -> None:
+    loss, margin = dpo_loss(**PAIR, beta=0.1, loss_type="ipo")
+    assert loss.item() == pytest.approx((1.5 - 5.0) ** 2, abs=1e-5)
+    assert margin.item() == pytest.approx(0.15)
+
+
+def test_ipo_with_token_counts_normalizes_each_log_ratio_by_its_length() -> None:
+    # chosen log ratio 1 over 2 tokens, rejected −0.5 over 5 tokens: Δ = 0.5 − (−0.1) = 0.6
+    loss, _ = dpo_loss(
+        **PAIR,
+        beta=0.1,
+        loss_type="ipo",
+        chosen_tokens=torch.tensor([2.0]),
+        rejected_tokens=torch.tensor([5.0]),
+    )
+    assert loss.item() == pytest.approx((0.6 - 5.0) ** 2, abs=1e-5)
+
+
+def test_reference_free_dpo_equals_a_zero_reference() -> None:
+    chosen, rejected = torch.tensor([-3.0, -1.0]), torch.tensor([-5.0, -0.5])
+    free, _ = dpo_loss(chosen, rejected, None, None, beta=0.1)
+    zero, _ = dpo_loss(chosen, rejected, torch.zeros(2), torch.zeros(2), beta=0.1)
+    assert free.item() == pytest.approx(zero.item())
+    assert free.item() == pytest.approx((softplus(-0.2) + softplus(0.05)) / 2, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"loss_type": "hinge"}, "loss_type"),
+        ({"label_smoothing": 0.5}, "label_smoothing"),
+    ],
+)
+def test_dpo_loss_rejects_bad_options(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        dpo_loss(**PAIR, beta=0.1, **kwargs)
+
+
+# ---- advantage baselines ------------------------------------------------------------------
+
+
+def test_rloo_advantages_subtract_the_mean_of_the_other_samples() -> None:
+    # group [1, 0, 0, 1]: sample 0's baseline (0 + 0 + 1) / 3 = 1/3, sample 1's 2/3
+    adv = rloo_advantages(torch.tensor([1.0, 0.0, 0.0, 1.0, 2.0, 2.0, 2.0, 2.0]), group_size=4)
+    third = 1.0 / 3.0
+    expected = torch.tensor([1 - third, -2 * third, -2 * third, 1 - third, 0.0, 0.0, 0.0, 0.0])
+    assert torch.allclose(adv, expected, atol=1e-6)
+
+
+def test_rloo_advantages_need_two_samples_per_group() -> None:
+    with pytest.raises(ValueError, match="at least 2"):
+        rloo_advantages(torch.zeros(3), group_size=1)
+
+
+def test_batch_advantages_normalize_by_the_batch_mean_and_std() -> None:
+    # mean 0.5 over all four, unbiased std sqrt(1/3)
+    adv = batch_advantages(torch.tensor([1.0, 1.0, 0.0, 0.0]))
+    expected = 0.5 / math.sqrt(1 / 3)
+    assert torch.allclose(adv, torch.tensor([expected, expected, -expected, -expected]), atol=1e-5)
+
+
+def test_batch_advantages_of_equal_rewards_are_zero_not_nan() -> None:
+    assert torch.equal(batch_advantages(torch.ones(4)), torch.zeros(4))
+
+
+# ---- GSPO, aggregation, KL correction -----------------------------------------------------
+
+
+def test_sequence_log_ratio_is_the_log_geometric_mean_of_the_counted_token_ratios() -> None:
+    old = torch.zeros(1, 3)
+    new = torch.log(torch.tensor([[2.0, 0.5, 8.0]]))  # the 8 is masked out
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    assert sequence_log_ratio(new, old, mask).item() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_gspo_clips_the_sequence_ratio_as_one_number() -> None:
+    # token ratios 4 and 1: geometric mean 2, clipped at 1.28 for A = 1 on every token
+    old = torch.zeros(1, 2)
+    new = torch.log(torch.tensor([[4.0, 1.0]]))
+    loss, stats = grpo_loss(
+        new, old, torch.tensor([1.0]), MASK, clip_eps_high=0.28, ratio_level="sequence"
+    )
+    assert loss.item() == pytest.approx(-1.28, abs=1e-5)
+    assert stats["clip_frac"].item() == 1.0
+    assert stats["ratio"].item() == pytest.approx(2.0, abs=1e-5)
+
+
+def test_gspo_spreads_an_unclipped_sequence_gradient_over_its_tokens() -> None:
+    # ratio s = exp(mean(π − π_old)) = 1 here; d(−s·A)/dπ_t = −A·s / n_tokens = −0.5 each
+    new = torch.zeros(1, 2, requires_grad=True)
+    loss, _ = grpo_loss(new, torch.zeros(1, 2), torch.tensor([1.0]), MASK, ratio_level="sequence")
+    loss.backward()
+    assert new.grad is not None
+    assert torch.allclose(new.grad, torch.tensor([[-0.5, -0.5]]))
+
+
+def test_constant_aggregation_divides_the_token_sum_by_batch_times_max_tokens() -> None:
+    per_token = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    assert aggregate(per_token, mask, "constant", max_tokens=10).item() == pytest.approx(7 / 20)
+
+
+def test_constant_aggregation_needs_max_tokens() -> None:
+    with pytest.raises(ValueError, match="max_tokens"):
+        aggregate(torch.zeros(1, 2), MASK, "constant")
+
+
+def test_grpo_loss_rejects_an_unknown_ratio_level() -> None:
+    with pytest.raises(ValueError, match="ratio_level"):
+        grpo_loss(NEW, OLD, torch.tensor([1.0]), MASK, ratio_level="group")
+
+
+def test_kl_ratio_correction_weights_the_k3_term_by_the_ratio() -> None:
+    logprobs = torch.tensor([[-1.0, -2.0]])
+    old = logprobs - torch.log(torch.tensor([[2.0, 0.5]]))  # ratios 2 and 0.5
+    ref = torch.tensor([[-1.5, -1.0]])
+    k3 = [math.exp(-0.5) + 0.5 - 1.0, math.exp(1.0) - 1.0 - 1.0]
+    loss, _ = grpo_loss(
+        logprobs,
+        old,
+        torch.tensor([0.0]),
+        MASK,
+        ref_logprobs=ref,
+        kl_coef=0.1,
+        kl_ratio_correction=True,
+    )
+    assert loss.item() == pytest.approx(0.1 * (2.0 * k3[0] + 0.5 * k3[1]) / 2, abs=1e-6)
+
+
+# ---- truncated importance sampling against a train/rollout mismatch ---------------------------
+
+TRAIN_OLD = torch.tensor([[-1.0, -1.0, -1.0]])  # the training model's logprobs before the update
+# The rollout engine saw these tokens as less likely by 0.1, 0.5 and 2.0 nats:
+# raw weights e^{0.1} = 1.105, e^{0.5} = 1.649, e^{2.0} = 7.389; the cap C = 2 binds the last.
+ROLLOUT = TRAIN_OLD - torch.tensor([[0.1, 0.5, 2.0]])
+CAP = 2.0
+MASK3 = torch.ones(1, 3)
+
+
+def test_truncated_is_weights_are_capped_and_detached() -> None:
+    old = TRAIN_OLD.clone().requires_grad_(True)
+    weights = truncated_is_weights(old, ROLLOUT, CAP)
+    expected = torch.tensor([[math.exp(0.1), math.exp(0.5), CAP]])
+    assert torch.allclose(weights, expected, atol=1e-6)
+    assert not weights.requires_grad
+
+
+def test_tis_scales_each_tokens_loss_by_its_capped_weight() -> None:
+    # on policy (π = π_old_train): each token's loss is −A, so with A = 1 the TIS loss is
+    # −mean(w) instead of −1
+    adv = torch.tensor([1.0])
+    plain, _ = grpo_loss(TRAIN_OLD, TRAIN_OLD, adv, MASK3)
+    weighted, stats = grpo_loss(
+        TRAIN_OLD, TRAIN_OLD, adv, MASK3, rollout_logprobs=ROLLOUT, tis_cap=CAP
+    )
+    w = [math.exp(0.1), math.exp(0.5), CAP]
+    assert plain.item() == pytest.approx(-1.0)
+    assert weighted.item() == pytest.approx(-sum(w) / 3, abs=1e-6)
+    assert stats["tis_weight_mean"].item() == pytest.approx(sum(w) / 3, abs=1e-6)
+    assert stats["tis_clipped_frac"].item() == pytest.approx(1 / 3)
+
+
+def test_tis_scales_the_gradient_of_a_capped_token_by_the_cap() -> None:
+    adv = torch.tensor([1.0])
+    plain_lp = TRAIN_OLD.clone().requires_grad_(True)
+    grpo_loss(plain_lp, TRAIN_OLD, adv, MASK3)[0].backward()
+    tis_lp = TRAIN_OLD.clone().requires_grad_(True)
+    grpo_loss(tis_lp, TRAIN_OLD, adv, MASK3, rollout_logprobs=ROLLOUT, tis_cap=CAP)[0].backward()
+    assert plain_lp.grad is not None and tis_lp.grad is not None
+    assert torch.allclose(plain_lp.grad, torch.full((1, 3), -1.0 / 3))
+    scale = tis_lp.grad / plain_lp.grad
+    assert torch.allclose(scale, torch.tensor([[math.exp(0.1), math.exp(0.5), CAP]]), atol=1e-6)
+
+
+def test_tis_leaves_the_kl_term_unweighted() -> None:
+    ref = TRAIN_OLD - 0.5
+    kl = math.exp(-0.5) + 0.5 - 1.0
+    loss, _ = grpo_loss(
+        TRAIN_OLD,
+        TRAIN_OLD,
+        torch.tensor([0.0]),
+        MASK3,
+        ref_logprobs=ref,
+        kl_coef=0.1,
+        rollout_logprobs=ROLLOUT,
+        tis_cap=CAP,
+    )
+    assert loss.item() == pytest.approx(0.1 * kl, abs=1e-6)
+
+
+def test_tis_needs_both_the_rollout_logprobs_and_the_cap() -> None:
+    with pytest.raises(ValueError, match="tis_cap"):
+        grpo_loss(TRAIN_OLD, TRAIN_OLD, torch.tensor([1.0]), MASK3, rollout_logprobs=ROLLOUT)

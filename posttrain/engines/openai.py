@@ -1,0 +1,276 @@
+"""An engine that samples from any OpenAI-compatible chat-completions server over HTTP.
+
+    engine = OpenAIEngine("http://127.0.0.1:8000/v1", tokenizer=tokenizer)  # checks the server
+    url, model = parse_openai_spec("openai:http://127.0.0.1:8000/v1#tiny")
+    evaluate("served", tasks, engine, tokenizer, get_domain, max_tokens=64)
+
+Each `GenerationRequest` must carry its conversation (`messages`, which the
+episode loop fills); it becomes one `POST /chat/completions` with `n`,
+`temperature` (0 = greedy), `top_p`, `max_tokens` and `stop`, sent concurrently up
+to `concurrency` requests at a time. Construction checks the server
+(`GET /models`) and picks the model: the one named, or the server's only one.
+Failures raise `EndpointError` with a one-line message. Connection errors,
+timeouts, 429 and 5xx are retried with exponential backoff and jitter
+(`max_retries` times); other 4xx never are. The API key is read from the
+environment variable `api_key_env` (no header when it is unset).
+
+The local `tokenizer` is used for accounting only: `Completion.token_ids` is its
+encoding of the returned text, so rollouts line up with the local model's
+vocabulary. `Completion.logprobs` are the server's when it returns one per local
+token, zeros otherwise (`extra["server_logprobs"]` says which);
+`extra["completion_tokens"]` is the server's `usage` divided over the `n` samples.
+
+Not guaranteed: token-exact trajectories. The server re-tokenizes the rendered
+conversation, so a text that does not round-trip through the tokenizer (broken
+UTF-8 from a byte-level model, say) gives a later turn a different prompt than an
+in-process engine would, and `token_ids` lack the end-of-turn token. Stop strings
+are cut from the text by OpenAI servers (an in-process HFEngine keeps them). Tool
+messages are sent as `{"role": "tool", "content", "name"}` without a
+`tool_call_id`, which posttrain's server accepts and OpenAI's own API does not.
+`update_weights` is refused: the weights live on the server.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import torch
+
+from posttrain.engines.base import Completion, GenerationRequest
+from posttrain.types import FinishReason
+
+
+class EndpointError(RuntimeError):
+    """The server cannot be reached, refuses us, or does not serve the model; one line."""
+
+
+def parse_openai_spec(spec: str) -> tuple[str, str | None]:
+    """`"openai:URL[#MODEL]"` -> (URL without a trailing slash, MODEL or None).
+
+    >>> parse_openai_spec("openai:http://127.0.0.1:8000/v1#tiny")
+    ('http://127.0.0.1:8000/v1', 'tiny')
+    """
+    if not spec.startswith("openai:"):
+        raise ValueError(f"model spec {spec!r} must look like openai:URL or openai:URL#MODEL")
+    url, _, model = spec[len("openai:") :].partition("#")
+    url = url.rstrip("/")
+    parsed = httpx.URL(url) if url else None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(
+            f"model spec {spec!r} needs an http(s) URL after 'openai:', "
+            "e.g. openai:http://127.0.0.1:8000/v1#tiny"
+        )
+    return url, model or None
+
+
+class OpenAIEngine:
+    """The Engine protocol over an OpenAI-compatible `/chat/completions` endpoint."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        tokenizer: Any,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        concurrency: int = 4,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 10.0,
+        logprobs: bool = True,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"OpenAIEngine.concurrency must be >= 1, got {concurrency}")
+        if max_retries < 0:
+            raise ValueError(f"OpenAIEngine.max_retries must be >= 0, got {max_retries}")
+        self.base_url = base_url.rstrip("/")
+        self.tokenizer = tokenizer
+        self.api_key_env = api_key_env
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.logprobs = logprobs
+        key = os.environ.get(api_key_env) or None
+        self._has_key = key is not None
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        self._client = httpx.Client(
+            headers=headers, timeout=timeout_s, limits=limits, transport=transport
+        )
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai")
+        self._jitter = random.Random()
+        self._jitter_lock = threading.Lock()
+        self.model = self.check(model)
+
+    # ---- the Engine protocol ---------------------------------------------------------
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+        for i, r in enumerate(requests):
+            if r.messages is None:
+                raise ValueError(
+                    f"request {i} has no messages: OpenAIEngine sends the conversation, "
+                    "not token ids (the episode loop fills GenerationRequest.messages)"
+                )
+        return list(self._pool.map(self._complete, requests))
+
+    def update_weights(self, state_dict: dict[str, torch.Tensor]) -> None:
+        raise NotImplementedError(
+            f"OpenAIEngine cannot take weights: the model lives on the server at "
+            f"{self.base_url}; serve the new checkpoint there instead"
+        )
+
+    # ---- the server ------------------------------------------------------------------
+
+    def check(self, model: str | None = None) -> str:
+        """The model to use: `model` if the server serves it, else the server's only
+        model. Raises EndpointError when the server is unreachable, refuses the key,
+        or does not serve `model`."""
+        response = self._send("GET", "/models")
+        try:
+            served = [str(m["id"]) for m in response.json()["data"]]
+        except (ValueError, KeyError, TypeError):
+            raise EndpointError(
+                f"{self.base_url}/models did not answer with a model list; "
+                "is the base URL right (it usually ends in /v1)?"
+            ) from None
+        listing = ", ".join(served) or "nothing"
+        if model is None:
+            if len(served) != 1:
+                raise EndpointError(
+                    f"{self.base_url} serves {len(served)} models ({listing}); "
+                    f"name one: openai:{self.base_url}#MODEL"
+                )
+            return served[0]
+        if model not in served:
+            raise EndpointError(
+                f"model {model!r} is not served by {self.base_url}; it serves: {listing}"
+            )
+        return model
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self._client.close()
+
+    def __enter__(self) -> OpenAIEngine:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _complete(self, request: GenerationRequest) -> list[Completion]:
+        p = request.params
+        assert request.messages is not None
+        messages = []
+        for m in request.messages:
+            entry = {"role": m.role, "content": m.content}
+            if m.role == "tool" and m.name:
+                entry["name"] = m.name
+            messages.append(entry)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "n": p.n,
+            "temperature": p.temperature,
+            "top_p": p.top_p,
+            "max_tokens": p.max_tokens,
+        }
+        if p.stop:
+            body["stop"] = list(p.stop)
+        if self.logprobs:
+            body["logprobs"] = True
+        data = self._send("POST", "/chat/completions", body).json()
+        choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
+        if len(choices) != p.n:
+            raise EndpointError(f"{self.base_url} returned {len(choices)} choices for n={p.n}")
+        usage = data.get("usage") or {}
+        return [self._completion(choice, usage, p.n) for choice in choices]
+
+    def _completion(self, choice: dict[str, Any], usage: dict[str, Any], n: int) -> Completion:
+        text = (choice.get("message") or {}).get("content") or ""
+        token_ids = list(self.tokenizer.encode(text, add_special_tokens=False))
+        entries = (choice.get("logprobs") or {}).get("content") or []
+        from_server = len(entries) == len(token_ids) and bool(entries)
+        logprobs = [float(e["logprob"]) for e in entries] if from_server else [0.0] * len(token_ids)
+        # tool_calls, content_filter and function_call all end the turn: "stop" to us
+        reason: FinishReason = "length" if choice.get("finish_reason") == "length" else "stop"
+        extra = {"server_logprobs": 1.0 if from_server else 0.0}
+        if isinstance(usage.get("completion_tokens"), int):
+            extra["completion_tokens"] = usage["completion_tokens"] / n
+        return Completion(token_ids, logprobs, text, reason, extra)
+
+    def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        """One HTTP call with retries on connection errors, timeouts, 429 and 5xx."""
+        url = self.base_url + path
+        problem = ""
+        retry_after: float | None = None
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self._sleep_before(attempt, retry_after)
+            retry_after = None
+            try:
+                response = self._client.request(method, url, json=body)
+            except httpx.TimeoutException:
+                problem = f"cannot reach {self.base_url}: timed out after {self.timeout_s:g} s"
+                continue
+            except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                problem = f"cannot reach {self.base_url}: {_reason(exc)}"
+                continue
+            if response.status_code == 429 or response.status_code >= 500:
+                problem = f"{method} {url} failed: {_describe(response)}"
+                retry_after = _retry_after(response)
+                continue
+            if response.is_success:
+                return response
+            raise EndpointError(self._refusal(method, url, response))
+        tries = self.max_retries + 1
+        raise EndpointError(f"{problem} ({tries} attempt{'s' if tries > 1 else ''})")
+
+    def _refusal(self, method: str, url: str, response: httpx.Response) -> str:
+        if response.status_code == 401:
+            if self._has_key:
+                return f"the server refused the API key from ${self.api_key_env} ({url})"
+            return f"the server at {self.base_url} wants an API key: set ${self.api_key_env}"
+        return f"{method} {url} was refused: {_describe(response)}"
+
+    def _sleep_before(self, attempt: int, retry_after: float | None) -> None:
+        delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+        with self._jitter_lock:
+            delay *= 0.5 + self._jitter.random()  # spread retries of concurrent requests
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.max_backoff_s))
+        if delay > 0:
+            time.sleep(delay)
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc)
+    if "refused" in text.lower():
+        return "connection refused"
+    return text or type(exc).__name__
+
+
+def _describe(response: httpx.Response) -> str:
+    """`HTTP 404: <the server's error message>` on one line."""
+    try:
+        error = response.json().get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+    except (ValueError, AttributeError):
+        message = None
+    message = message or response.text[:200] or response.reason_phrase
+    return f"HTTP {response.status_code}: {' '.join(str(message).split())}"
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None

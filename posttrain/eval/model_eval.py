@@ -1,0 +1,201 @@
+"""Evaluate any model on the domains it could train on: behind `posttrain eval MODEL`.
+
+    spec = EvalSpec(model="smollm2-135m", domains=["arith"], n=50, k=4)
+    doc = run_eval(spec)          # a results document (`posttrain.eval.results`)
+
+MODEL is `tiny` (the built-in model, freshly initialised), `smollm2-135m`, a local
+Hugging Face model directory, a run directory (its latest stage checkpoint, and by
+default the run's own domains, held-out seeds, difficulties and token budget), or
+`openai:URL[#model]` for any OpenAI-compatible server (API key from
+`$OPENAI_API_KEY`, or the variable `api_key_env` names).
+
+Domain selectors (`domains`): a domain id (`arith/addition-v1`, also `id@MIN-MAX` span
+variants), a family (`arith`), or an axis filter (`modality=table`); ids and families
+add up, axis filters then narrow the set. Tasks are the held-out tasks of the recipe:
+`n` per domain cycling through `difficulties`, seeds from `seed_offset` (10⁹) plus
+`seed` × 10⁶, so `seed=0` is exactly the held-out set a run evaluates on.
+
+Each task runs once greedily (the completion rate); with `k`, also `max(k, samples)`
+draws at `temperature` for an unbiased pass@k.
+
+Not guaranteed: an `openai:` model is scored on the text the server returns; token
+counts then come from a local accounting tokenizer (the built-in byte-level one) and
+are bytes, not the server's tokens. A remote server's sampling is its own; greedy on
+a server that does not honour `temperature=0` is not greedy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from posttrain.domains import all_domains, get_domain
+from posttrain.domains.base import Domain
+from posttrain.domains.matrix import family_of, filter_domains, parse_axis_filter
+from posttrain.engines.base import Engine
+
+DEFAULT_SEED_OFFSET = 10**9
+
+
+class EvalSpecError(ValueError):
+    """A bad `posttrain eval` argument; the message names it."""
+
+
+@dataclass
+class EvalSpec:
+    model: str
+    domains: list[str] = field(default_factory=list)
+    n: int | None = None  # None: the run's eval.tasks_per_domain, else 20
+    k: int | None = None
+    samples: int | None = None
+    temperature: float = 1.0
+    seed: int = 0
+    concurrency: int = 8
+    max_tokens: int | None = None
+    difficulties: list[int] | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 60.0
+
+
+def select_domains(selectors: list[str]) -> list[Domain]:
+    """Domains named by ids, families and axis filters (see the module docstring)."""
+    everything = all_domains()
+    families = {family_of(d.id) for d in everything}
+    chosen: dict[str, Domain] = {}
+    filters: dict[str, str] = {}
+    for sel in selectors:
+        sel = sel.strip()
+        if "=" in sel:
+            try:
+                axis, value = parse_axis_filter(sel)
+            except ValueError as exc:
+                raise EvalSpecError(str(exc)) from None
+            filters[axis] = value
+        elif "/" in sel:
+            try:
+                chosen[sel] = get_domain(sel)
+            except KeyError as exc:
+                raise EvalSpecError(f"--domains: {exc.args[0]}") from None
+        elif sel in families:
+            chosen.update({d.id: d for d in everything if family_of(d.id) == sel})
+        else:
+            raise EvalSpecError(
+                f"--domains: {sel!r} is not a domain id, a family or an axis filter; "
+                f"families: {', '.join(sorted(families))}"
+            )
+    pool = list(chosen.values()) if chosen else everything
+    if filters:
+        try:
+            pool = filter_domains(pool, axes_filters=filters)
+        except ValueError as exc:
+            raise EvalSpecError(f"--domains: {exc}") from None
+    if not pool:
+        raise EvalSpecError(f"--domains {' '.join(selectors)} selects no domain")
+    return pool
+
+
+def run_defaults(spec: EvalSpec) -> tuple[EvalSpec, int]:
+    """For a run directory: the run's domains, difficulties and token budget where the
+    spec leaves them open, and its held-out seed offset. Returns (spec, seed_offset)."""
+    path = Path(spec.model)
+    config = path / "config.yaml"
+    if not (path.is_dir() and config.is_file()):
+        return spec, DEFAULT_SEED_OFFSET
+    data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    ev = data.get("eval", {})
+    spec = dataclasses.replace(
+        spec,
+        domains=spec.domains or list(data.get("domains", [])),
+        n=spec.n or ev.get("tasks_per_domain"),
+        difficulties=spec.difficulties or ev.get("difficulties"),
+        max_tokens=spec.max_tokens or data.get("max_new_tokens"),
+    )
+    return spec, int(ev.get("seed_offset", DEFAULT_SEED_OFFSET))
+
+
+def load_engine(spec: EvalSpec) -> tuple[Engine, Any, str]:
+    """(engine, tokenizer, model description) for `spec.model`."""
+    from transformers.utils import logging as hf_logging
+
+    from posttrain.engines.hf import HFEngine
+    from posttrain.models.loading import ModelNotFoundError, load_model_dir, load_policy
+
+    hf_logging.disable_progress_bar()  # the command prints its own results
+
+    if spec.model.startswith("openai:"):
+        from posttrain.engines.openai import OpenAIEngine, parse_openai_spec
+        from posttrain.models.tiny import build_tokenizer
+
+        try:
+            url, name = parse_openai_spec(spec.model)
+        except ValueError as exc:
+            raise EvalSpecError(str(exc)) from None
+        tokenizer = build_tokenizer()
+        remote = OpenAIEngine(url, name, tokenizer=tokenizer, api_key_env=spec.api_key_env,
+                              timeout_s=spec.timeout_s, concurrency=spec.concurrency)  # fmt: skip
+        return remote, tokenizer, spec.model
+    path = Path(spec.model)
+    if path.is_dir() and (path / "config.yaml").is_file():
+        from posttrain.serve import resolve_checkpoint
+
+        checkpoint = resolve_checkpoint(path)
+        policy = load_model_dir(checkpoint)
+        described = str(checkpoint)
+    else:
+        try:
+            policy = load_policy(spec.model, seed=spec.seed)
+        except ModelNotFoundError as exc:
+            raise EvalSpecError(str(exc)) from None
+        described = spec.model
+    policy.model.eval()
+    engine = HFEngine(policy.model, policy.tokenizer, max_batch_rows=spec.concurrency * 16,
+                      seed=spec.seed)  # fmt: skip
+    return engine, policy.tokenizer, described
+
+
+def run_eval(spec: EvalSpec) -> dict[str, Any]:
+    """Evaluate `spec.model`; returns the results document."""
+    from posttrain.engines.base import SamplingParams
+    from posttrain.eval.evaluate import evaluate
+    from posttrain.eval.results import results_document
+    from posttrain.rollout.episode import run_episodes
+    from posttrain.train.mixture import heldout_tasks
+
+    if spec.n is not None and spec.n < 1:
+        raise EvalSpecError(f"--n must be >= 1, got {spec.n}")
+    if spec.k is not None and spec.k < 1:
+        raise EvalSpecError(f"--k must be >= 1, got {spec.k}")
+    spec, seed_offset = run_defaults(spec)
+    n = spec.n or 20
+    domains = select_domains(spec.domains or ["arith/addition-v1", "text/reverse-v1",
+                                              "list/sort-v1", "tools/calculator-v1"])  # fmt: skip
+    levels = spec.difficulties or list(range(1, 11))
+    if not levels or any(not 1 <= d <= 10 for d in levels):
+        raise EvalSpecError(f"--difficulties must be within 1..10, got {levels}")
+    max_tokens = spec.max_tokens or 80
+    tasks = heldout_tasks(domains, n, seed_offset + spec.seed * 10**6, levels)
+    engine, tokenizer, described = load_engine(spec)
+    max_context = _window(engine)
+    result = evaluate("eval", tasks, engine, tokenizer, get_domain, max_tokens,
+                      max_context=max_context)  # fmt: skip
+    samples: dict[str, list[bool]] | None = None
+    draws = max(spec.k or 0, spec.samples or 0)
+    if draws:
+        params = SamplingParams(max_tokens=max_tokens, temperature=spec.temperature, n=draws)
+        groups = run_episodes(tasks, engine, tokenizer, params, get_domain,
+                              max_context=max_context)  # fmt: skip
+        samples = {t.id: [r.verdict.passed for r in g] for t, g in zip(tasks, groups, strict=True)}
+    settings = {"n": n, "k": spec.k, "samples": draws, "temperature": spec.temperature,
+                "seed": spec.seed, "seed_offset": seed_offset, "difficulties": levels,
+                "max_tokens": max_tokens, "domains": [d.id for d in domains]}  # fmt: skip
+    return results_document(result, described, settings, samples, spec.k, spec.temperature)
+
+
+def _window(engine: Any) -> int | None:
+    model = getattr(engine, "model", None)
+    config = getattr(model, "config", None)
+    return int(getattr(config, "max_position_embeddings", 0) or 0) or None

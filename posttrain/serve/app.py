@@ -1,0 +1,365 @@
+"""An OpenAI-compatible chat-completions server for one engine (a checkpoint, usually).
+
+    from posttrain.serve.app import app_for_checkpoint, run_in_thread
+    app = app_for_checkpoint("runs/20260509-142301", api_key="sekret")
+    with run_in_thread(app) as server:        # 127.0.0.1, a free port
+        openai.OpenAI(base_url=server.base_url, api_key="sekret").chat.completions.create(...)
+
+Endpoints: `GET /v1/models`, `GET /v1/models/{id}`, `POST /v1/chat/completions`
+(`messages` with roles system/user/assistant/tool, `n`, `temperature` (0 =
+greedy), `top_p`, `max_tokens` or `max_completion_tokens`, `stop`, `stream`,
+`stream_options.include_usage`, `logprobs`). The prompt is the tokenizer's chat
+template over `messages`, rendered and encoded exactly as the episode loop does
+(`rollout.episode.render` + `encode`), so a served model samples the same tokens as
+the model run directly. One engine serves every client: calls are serialized by a
+lock and run in a worker thread, so the event loop keeps answering. Errors use
+OpenAI's JSON shape (`{"error": {"message", "type", "param", "code"}}`): 400 for a
+bad body, 401 for a missing or wrong API key, 404 for a model not served.
+
+`stream: true` sends text as it is sampled (`posttrain.serve.streaming`): the
+engine runs on a worker thread that holds the lock for the whole generation, and
+each chunk is the text that can no longer change; streamed chunks concatenate to the
+non-streamed text.
+
+Not guaranteed: a stream only streams with an engine whose `generate` takes
+`on_token` (HFEngine); with any other engine it sends the finished completion in
+per-token chunks. Chunks are cut where the text is settled, not one per token: a
+multi-byte character, or text that could begin a stop string, waits for the tokens
+that settle it. A failure after the first token ends the stream with an `error`
+event instead of a 500. Stop strings are cut from the text (OpenAI's rule), while
+`usage.completion_tokens` counts every sampled token, end-of-turn token included.
+Structured `tool_calls` in requests are ignored and never returned: this model
+family writes its tool calls as text (`<tool_call>{json}</tool_call>`) in
+`content`. `logprobs` lists the tokens whose text begins inside `content` (not the
+end-of-turn token, nor the tokens of a cut stop string). `top_logprobs`, `seed`,
+penalties and other unknown fields are not honoured (unknown fields are ignored,
+`top_logprobs > 0` is refused). A logprob entry's `token`/`bytes` are the token
+decoded alone, which for a byte-level tokenizer may be a replacement character.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import uvicorn
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from posttrain.engines.base import Completion, Engine, GenerationRequest, SamplingParams
+from posttrain.rollout.episode import encode, render
+from posttrain.serve.streaming import Choice, LiveGeneration, end_token_ids, sse_events
+from posttrain.types import Message
+
+if TYPE_CHECKING:
+    from posttrain.models.loading import Policy
+
+DEFAULT_MAX_TOKENS = 256
+
+
+class _TextPart(BaseModel):
+    type: Literal["text"]
+    text: str
+
+
+class ChatMessage(BaseModel):
+    """One request message; `content` is a string (or a list of text parts)."""
+
+    model_config = ConfigDict(extra="ignore")
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | list[_TextPart] | None = None
+    name: str | None = None
+
+    def to_message(self) -> Message:
+        content = self.content or ""
+        text = content if isinstance(content, str) else "".join(p.text for p in content)
+        return Message(self.role, text, name=self.name)
+
+
+class _StreamOptions(BaseModel):
+    include_usage: bool = False
+
+
+class ChatRequest(BaseModel):
+    """The body of `POST /v1/chat/completions` (the fields this server honours)."""
+
+    model_config = ConfigDict(extra="ignore")
+    model: str
+    messages: list[ChatMessage] = Field(min_length=1)
+    n: int = Field(1, ge=1, le=128)
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    max_tokens: int | None = Field(None, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1)
+    stop: str | list[str] | None = None
+    stream: bool = False
+    stream_options: _StreamOptions | None = None
+    logprobs: bool = False
+    top_logprobs: int | None = Field(None, ge=0)
+
+
+class ApiError(Exception):
+    """An error answered in OpenAI's JSON shape with HTTP `status`."""
+
+    def __init__(
+        self, status: int, message: str, param: str | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param, self.code = status, message, param, code
+
+    def response(self) -> JSONResponse:
+        kind = "server_error" if self.status >= 500 else "invalid_request_error"
+        body = {"message": self.message, "type": kind, "param": self.param, "code": self.code}
+        return JSONResponse({"error": body}, status_code=self.status)
+
+
+def create_app(
+    engine: Engine,
+    tokenizer: Any,
+    model_name: str,
+    *,
+    api_key: str | None = None,
+    max_context: int | None = None,
+    default_max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> FastAPI:
+    """A FastAPI app serving `engine` as the model `model_name`.
+
+    `tokenizer` renders and encodes prompts; `api_key`, when set, is required as
+    `Authorization: Bearer KEY`; `max_context` (the model's window), when set, makes
+    requests whose prompt plus `max_tokens` exceed it a 400. Without `max_tokens`,
+    a request gets `default_max_tokens`, or what is left of the window if less."""
+    app = FastAPI(title=f"posttrain serve: {model_name}")
+    app.state.model_name = model_name
+    lock = threading.Lock()  # one engine, many clients: generate one request at a time
+    end_ids = end_token_ids(engine, tokenizer)
+    created = int(time.time())
+    card = {"id": model_name, "object": "model", "created": created, "owned_by": "posttrain"}
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return exc.response()
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_body(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return ApiError(400, _validation_message(exc)).response()
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return ApiError(exc.status_code, str(exc.detail)).response()
+
+    def check_key(request: Request) -> None:
+        if api_key is None:
+            return
+        given = request.headers.get("authorization", "")
+        if given != f"Bearer {api_key}":
+            raise ApiError(
+                401,
+                "missing or incorrect API key: send it as 'Authorization: Bearer KEY'",
+                code="invalid_api_key",
+            )
+
+    def check_model(name: str) -> None:
+        if name != model_name:
+            raise ApiError(
+                404,
+                f"the model {name!r} does not exist on this server; it serves {model_name!r}",
+                param="model",
+                code="model_not_found",
+            )
+
+    @app.get("/v1/models", dependencies=[Depends(check_key)])
+    async def list_models() -> dict[str, Any]:
+        return {"object": "list", "data": [card]}
+
+    @app.get("/v1/models/{name:path}", dependencies=[Depends(check_key)])
+    async def get_model(name: str) -> dict[str, Any]:
+        check_model(name)
+        return card
+
+    @app.post("/v1/chat/completions", dependencies=[Depends(check_key)], response_model=None)
+    async def chat_completions(body: ChatRequest) -> JSONResponse | StreamingResponse:
+        check_model(body.model)
+        messages = [m.to_message() for m in body.messages]
+        prompt = encode(tokenizer, render(tokenizer, messages, add_generation_prompt=True))
+        params = _sampling_params(body, len(prompt), max_context, default_max_tokens)
+
+        request = GenerationRequest(prompt, params, messages=messages)
+        head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time())}
+        head["model"] = model_name
+        if body.stream:
+            return await stream(request, head, body)
+
+        def generate() -> list[Completion]:
+            with lock:
+                return engine.generate([request])[0]
+
+        try:
+            completions = await run_in_threadpool(generate)
+        except Exception as exc:  # the engine failed: say so in the API's shape, keep serving
+            raise _generation_failed(exc) from exc
+        choices = [Choice.make(tokenizer, c, params.stop, end_ids) for c in completions]
+        usage = {
+            "prompt_tokens": len(prompt),
+            "completion_tokens": sum(len(c.token_ids) for c in completions),
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        return JSONResponse(
+            {
+                **head,
+                "object": "chat.completion",
+                "choices": [c.as_json(i, body.logprobs) for i, c in enumerate(choices)],
+                "usage": usage,
+                "system_fingerprint": None,
+            }
+        )
+
+    async def stream(
+        request: GenerationRequest, head: dict[str, Any], body: ChatRequest
+    ) -> StreamingResponse:
+        live = LiveGeneration(engine, lock, request)
+        first = await live.next()  # a failure before the first token is still a plain 500
+        if first[0] == "error":
+            raise _generation_failed(first[1]) from first[1]
+        events = sse_events(
+            live,
+            first,
+            tokenizer,
+            head,
+            end_ids=end_ids,
+            include_usage=body.stream_options is not None and body.stream_options.include_usage,
+            logprobs=body.logprobs,
+            prompt_tokens=len(request.prompt_ids),
+        )
+        return StreamingResponse(events, media_type="text/event-stream")
+
+    return app
+
+
+def _generation_failed(exc: BaseException) -> ApiError:
+    return ApiError(500, f"generation failed: {type(exc).__name__}: {exc}")
+
+
+def _sampling_params(
+    body: ChatRequest, prompt_len: int, max_context: int | None, default_max_tokens: int
+) -> SamplingParams:
+    """The request's sampling settings, checked against the model's window."""
+    if body.top_logprobs:
+        raise ApiError(
+            400,
+            "top_logprobs is not supported: only the sampled token's logprob is returned",
+            param="top_logprobs",
+        )
+    stop = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
+    if any(s == "" for s in stop):
+        raise ApiError(400, "stop sequences must not be empty strings", param="stop")
+    room = None if max_context is None else max_context - prompt_len
+    if room is not None and room < 1:
+        raise ApiError(
+            400,
+            f"the prompt has {prompt_len} tokens; this model's context is {max_context} tokens",
+            param="messages",
+        )
+    asked = body.max_completion_tokens or body.max_tokens
+    if asked is not None and room is not None and asked > room:
+        raise ApiError(
+            400,
+            f"this model's context is {max_context} tokens: the prompt has {prompt_len} "
+            f"and max_tokens asks for {asked}",
+            param="max_tokens",
+        )
+    max_tokens = asked or (default_max_tokens if room is None else min(default_max_tokens, room))
+    temperature = 1.0 if body.temperature is None else body.temperature
+    top_p = 1.0 if body.top_p is None else body.top_p
+    return SamplingParams(max_tokens, temperature, top_p, body.n, tuple(stop))
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    """One line naming each bad field, e.g. `messages.0.role: Input should be ...`."""
+    parts = []
+    for error in exc.errors()[:3]:
+        loc = [str(p) for p in error.get("loc", ()) if p != "body"]
+        if error.get("type") == "json_invalid":
+            parts.append(f"the request body is not valid JSON ({error.get('msg')})")
+            continue
+        parts.append(f"{'.'.join(loc) or 'body'}: {error.get('msg')}")
+    more = len(exc.errors()) - 3
+    return "invalid request: " + "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+# ---- a checkpoint behind the app; the app in a background thread -------------------------
+
+
+def app_for_checkpoint(
+    checkpoint: str, *, model_name: str | None = None, api_key: str | None = None, seed: int = 0
+) -> FastAPI:
+    """The app `posttrain serve CHECKPOINT` runs: the checkpoint (a built-in model name,
+    a model directory or a run directory) loaded into an HFEngine. Raises
+    `CheckpointNotFoundError` / `ModelNotFoundError` for a name that is none of these."""
+    from posttrain.engines.hf import HFEngine
+
+    policy, name = load_served_policy(checkpoint, seed=seed)
+    engine = HFEngine(policy.model, policy.tokenizer, seed=seed)
+    window = getattr(policy.model.config, "max_position_embeddings", None)
+    return create_app(
+        engine, policy.tokenizer, model_name or name, api_key=api_key, max_context=window
+    )
+
+
+def load_served_policy(checkpoint: str, seed: int = 0) -> tuple[Policy, str]:
+    """(policy, default served name) for a built-in name, model directory or run directory."""
+    from pathlib import Path
+
+    from posttrain.models.loading import BUILTIN_MODELS, load_model_dir, load_policy
+    from posttrain.serve import resolve_checkpoint
+
+    if checkpoint in BUILTIN_MODELS:
+        return load_policy(checkpoint, seed=seed), checkpoint
+    given = Path(checkpoint).expanduser()
+    path = resolve_checkpoint(given)
+    name = path.name if path == given else f"{given.resolve().name}/{path.name}"
+    return load_model_dir(path, name), name
+
+
+@dataclass
+class RunningServer:
+    """A uvicorn server on a background thread; `base_url` ends in `/v1`."""
+
+    base_url: str
+    server: uvicorn.Server
+    thread: threading.Thread
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout_s)
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+def run_in_thread(
+    app: FastAPI, host: str = "127.0.0.1", port: int = 0, startup_timeout_s: float = 30.0
+) -> RunningServer:
+    """Start `app` on `host`:`port` (0: a free port) in a daemon thread; returns once
+    it accepts connections. For tests and benchmarks."""
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="posttrain-serve", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + startup_timeout_s
+    while not server.started:  # a poll with a deadline: uvicorn offers no start event
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError(f"the server did not start on {host}:{port}")
+        time.sleep(0.01)
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    return RunningServer(f"http://{host}:{bound}/v1", server, thread)

@@ -1,0 +1,164 @@
+"""Alerts: training metrics that cross a threshold become warnings and `alerts.jsonl` lines.
+
+    monitor = AlertMonitor(run.alerts_path, AlertThresholds(entropy_min=0.05), warn=print)
+    for alert in monitor.observe("grpo", step, values):   # values: one step's metrics
+        ...                                               # already written and warned
+
+Kinds, each read from the step's metric of that name:
+
+    entropy_collapse   "entropy" (mean sampled-token entropy, nats) below `entropy_min`
+    length_jump        "completion_tokens" above `length_ratio` × the mean of the last
+                       `window` steps (a sudden rise in length: a reward-hacking sign)
+    reward_jump        "reward" above the mean of the last `window` steps by `reward_rise`
+    verifier_errors    "verifier_error_rate" (verdicts whose verifier raised) above
+                       `verifier_error_rate`
+    sandbox_errors     "sandbox_error_rate" (episodes whose session or sandbox failed)
+                       above `sandbox_error_rate`
+    logprob_mismatch   "logprob_mismatch" (mean |train − rollout| token logprob) above
+                       `logprob_mismatch`
+
+A line of `alerts.jsonl`: `{"time", "stage", "step", "kind", "metric", "value",
+"threshold", "message"}`. An alert fires when its condition starts and again only
+after the condition has cleared, so a collapsed run warns once, not every step.
+The jump rules wait for `window` steps of history.
+
+Not guaranteed: thresholds are heuristics, not proofs — a legitimately fast learner
+can trip `reward_jump`; a metric a trainer does not log is never checked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AlertThresholds:
+    entropy_min: float = 0.02
+    length_ratio: float = 2.0
+    reward_rise: float = 0.35
+    verifier_error_rate: float = 0.02
+    sandbox_error_rate: float = 0.05
+    logprob_mismatch: float = 0.5
+    window: int = 10
+
+
+@dataclass(frozen=True)
+class Alert:
+    time: float
+    stage: str
+    step: int
+    kind: str
+    metric: str
+    value: float
+    threshold: float
+    message: str
+
+
+class AlertMonitor:
+    """Checks each step's metrics against `thresholds`; appends alerts to `path`."""
+
+    def __init__(
+        self,
+        path: Path,
+        thresholds: AlertThresholds | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.t = thresholds or AlertThresholds()
+        self.warn = warn
+        self._history: dict[tuple[str, str], deque[float]] = {}
+        self._active: set[tuple[str, str]] = set()
+        self.raised: list[Alert] = []
+
+    def observe(self, stage: str, step: int, values: dict[str, float]) -> list[Alert]:
+        t = self.t
+        fired: list[Alert] = []
+
+        def check(kind: str, metric: str, bad: bool, threshold: float, message: str) -> None:
+            key = (stage, kind)
+            if not bad:
+                self._active.discard(key)
+                return
+            if key in self._active:
+                return
+            self._active.add(key)
+            value = float(values[metric])
+            fired.append(Alert(time.time(), stage, int(step), kind, metric, value, threshold,
+                               f"{stage} step {step}: {message}"))  # fmt: skip
+
+        def have(metric: str) -> bool:
+            v = values.get(metric)
+            return v is not None and math.isfinite(float(v))
+
+        if have("entropy"):
+            e = float(values["entropy"])
+            check("entropy_collapse", "entropy", e < t.entropy_min, t.entropy_min,
+                  f"entropy collapsed to {e:.4g} nats/token (threshold {t.entropy_min})")  # fmt: skip
+        for kind, metric, threshold, what in (
+            ("verifier_errors", "verifier_error_rate", t.verifier_error_rate, "verifier errors"),
+            ("sandbox_errors", "sandbox_error_rate", t.sandbox_error_rate, "sandbox/session errors"),
+            ("logprob_mismatch", "logprob_mismatch", t.logprob_mismatch, "train/rollout logprob mismatch"),
+        ):  # fmt: skip
+            if have(metric):
+                v = float(values[metric])
+                check(
+                    kind,
+                    metric,
+                    v > threshold,
+                    threshold,
+                    f"{what} at {v:.4g} (threshold {threshold})",
+                )
+        self._jump(stage, values, "length_jump", "completion_tokens", check)
+        self._jump(stage, values, "reward_jump", "reward", check)
+        for alert in fired:
+            self._write(alert)
+        self.raised += fired
+        return fired
+
+    def _jump(self, stage: str, values: dict[str, float], kind: str, metric: str,
+              check: Callable[..., None]) -> None:  # fmt: skip
+        v = values.get(metric)
+        if v is None or not math.isfinite(float(v)):
+            return
+        v = float(v)
+        past = self._history.setdefault((stage, metric), deque(maxlen=self.t.window))
+        if len(past) == self.t.window:
+            mean = sum(past) / len(past)
+            if kind == "length_jump":
+                limit = self.t.length_ratio * mean
+                check(kind, metric, mean > 0 and v > limit, limit,
+                      f"completion length jumped to {v:.4g} tokens from a mean of {mean:.4g} "
+                      f"over the last {len(past)} steps")  # fmt: skip
+            else:
+                limit = mean + self.t.reward_rise
+                check(kind, metric, v > limit, limit,
+                      f"reward jumped to {v:.4g} from a mean of {mean:.4g} over the last "
+                      f"{len(past)} steps (a reward-hacking sign)")  # fmt: skip
+        past.append(v)
+
+    def _write(self, alert: Alert) -> None:
+        line = json.dumps(asdict(alert), allow_nan=False)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(line + "\n")
+        if self.warn is not None:
+            self.warn(alert.message)
+
+
+def read_alerts(path: Path) -> list[dict[str, Any]]:
+    """The alerts of a run, oldest first (a torn last line is skipped)."""
+    if not Path(path).exists():
+        return []
+    rows = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows

@@ -1,0 +1,104 @@
+"""`posttrain eval` and `posttrain compare`: domain selection, the results document,
+pass@k, the files written, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from posttrain.cli import app
+from posttrain.eval.model_eval import EvalSpec, EvalSpecError, run_eval, select_domains
+
+runner = CliRunner()
+
+
+def test_selectors_add_ids_and_families_then_narrow_by_axis() -> None:
+    ids = [d.id for d in select_domains(["arith/addition-v1", "tools"])]
+    assert "arith/addition-v1" in ids and "tools/calculator-v1" in ids
+    assert all(i == "arith/addition-v1" or i.startswith("tools/") for i in ids)
+    narrowed = select_domains(["tools", "rounds=multi"])
+    assert narrowed and all(d.axes.rounds == "multi" for d in narrowed)
+
+
+@pytest.mark.parametrize(
+    ("selectors", "needle"),
+    [
+        (["nosuchfamily"], "not a domain id, a family or an axis filter"),
+        (["arith/nope-v1"], "arith/nope-v1"),
+        (["modality=smell"], "smell"),
+    ],
+)
+def test_bad_selectors_name_themselves(selectors: list[str], needle: str) -> None:
+    with pytest.raises(EvalSpecError, match=needle):
+        select_domains(selectors)
+
+
+def test_run_eval_scores_every_task_once_greedy_and_samples_for_pass_at_k() -> None:
+    doc = run_eval(EvalSpec("tiny", ["arith/addition-v1", "tools/calculator-v1"], n=3, k=2))
+    assert [t["domain"] for t in doc["tasks"]] == ["arith/addition-v1"] * 3 + [
+        "tools/calculator-v1"
+    ] * 3
+    assert all(t["samples"] == 2 for t in doc["tasks"])
+    assert doc["pass_at_k"]["k"] == 2 and 0 <= doc["pass_at_k"]["overall"] <= 1
+    assert doc["settings"]["seed_offset"] == 10**9 and doc["settings"]["n"] == 3
+    assert doc["per_domain"]["tools/calculator-v1"]["cell"][2] == "multi"
+
+
+def test_the_seed_picks_a_disjoint_task_set() -> None:
+    a = run_eval(EvalSpec("tiny", ["arith/addition-v1"], n=3))
+    b = run_eval(EvalSpec("tiny", ["arith/addition-v1"], n=3, seed=1))
+    assert not {t["id"] for t in a["tasks"]} & {t["id"] for t in b["tasks"]}
+
+
+def test_the_command_writes_results_and_a_report_then_compare_reads_them(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        res = runner.invoke(app, ["eval", "tiny", "--domains", "arith,text/reverse-v1",
+                                  "--n", "2", "--out", str(tmp_path / name)])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        assert "per matrix cell" in res.output
+        assert (tmp_path / name / "report.html").is_file()
+    doc = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert len(doc["tasks"]) == 2 * len(doc["per_domain"])
+    res = runner.invoke(app, ["compare", str(tmp_path / "a" / "results.json"),
+                              str(tmp_path / "b" / "results.json"), "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)["rows"]
+    assert rows[0]["scope"] == "all" and rows[0]["delta"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["eval", "tiny", "--domains", "nosuch"], "not a domain id"),
+        (["eval", "no-such-model"], "no-such-model"),
+        (["eval", "tiny", "--difficulties", "1,x"], "--difficulties"),
+        (["eval", "openai:ftp://x"], "needs an http(s) URL"),
+        (["compare", "nope-a", "nope-b"], "neither a results file nor a run directory"),
+        (["report", "no-such-run"], "no-such-run"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(args: list[str], needle: str) -> None:
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert needle in res.output and "Traceback" not in res.output
+
+
+def test_an_unreachable_endpoint_exits_2_with_one_line() -> None:
+    import socket
+
+    with socket.socket() as s:  # a loopback port that was ours and is closed now
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = runner.invoke(app, ["eval", f"openai:http://127.0.0.1:{port}/v1", "--n", "1"])
+    assert res.exit_code == 2, res.output
+    assert "cannot reach" in res.output and "Traceback" not in res.output
+
+
+def test_a_malformed_results_file_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    res = runner.invoke(app, ["compare", str(bad), str(bad)])
+    assert res.exit_code == 2 and "not a posttrain results file" in res.output

@@ -1,0 +1,353 @@
+"""The OpenAI-compatible server, driven by the official `openai` client over loopback,
+streaming included (and its incremental text, `SampleText`); checkpoint resolution;
+the `serve` command's refusals."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from posttrain.engines.base import Completion, GenerationRequest, SamplingParams
+from posttrain.engines.hf import HFEngine
+from posttrain.rollout.episode import encode, render
+from posttrain.serve import CheckpointNotFoundError, resolve_checkpoint
+from posttrain.serve.app import RunningServer, create_app, run_in_thread
+from posttrain.serve.streaming import SampleText
+from posttrain.types import Message
+
+USER = [{"role": "user", "content": "12+30"}]
+
+
+@pytest.fixture(scope="module")
+def policy() -> Any:
+    import torch
+
+    from posttrain.models.loading import load_policy
+
+    torch.set_num_threads(1)
+    return load_policy("tiny", seed=0)
+
+
+@pytest.fixture(scope="module")
+def server(policy: Any) -> Iterator[RunningServer]:
+    engine = HFEngine(policy.model, policy.tokenizer, seed=0)
+    app = create_app(engine, policy.tokenizer, "tiny", max_context=512)
+    with run_in_thread(app) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(server: RunningServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
+
+
+def direct(policy: Any, messages: list[Message], max_tokens: int) -> tuple[str, list[float]]:
+    """Greedy text and logprobs of the model run in-process on the loop's rendering."""
+    ids = encode(policy.tokenizer, render(policy.tokenizer, messages, add_generation_prompt=True))
+    params = SamplingParams(max_tokens=max_tokens, temperature=0.0)
+    done = HFEngine(policy.model, policy.tokenizer).generate([GenerationRequest(ids, params)])
+    return done[0][0].text, done[0][0].logprobs
+
+
+def greedy(client: openai.OpenAI, messages: Any, **kw: Any) -> Any:
+    return client.chat.completions.create(
+        model="tiny", messages=messages, temperature=0, max_tokens=24, **kw
+    )
+
+
+def test_models_lists_the_served_model(client: openai.OpenAI) -> None:
+    assert [m.id for m in client.models.list()] == ["tiny"]
+
+
+def test_n_samples_come_back_with_usage(client: openai.OpenAI, policy: Any) -> None:
+    out = client.chat.completions.create(
+        model="tiny", messages=USER, n=3, temperature=1.0, max_tokens=8
+    )
+    assert [c.index for c in out.choices] == [0, 1, 2]
+    prompt = encode(policy.tokenizer, render(policy.tokenizer, [Message("user", "12+30")], True))
+    assert out.usage is not None and out.usage.prompt_tokens == len(prompt)
+    assert out.usage.completion_tokens <= 3 * 8
+
+
+def test_greedy_is_deterministic_and_equals_the_model_run_directly(
+    client: openai.OpenAI, policy: Any
+) -> None:
+    first, second = greedy(client, USER), greedy(client, USER)
+    expected, _ = direct(policy, [Message("user", "12+30")], 24)
+    assert first.choices[0].message.content == second.choices[0].message.content == expected
+
+
+def test_concurrent_clients_all_get_the_greedy_text(client: openai.OpenAI, policy: Any) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda _: greedy(client, USER), range(6)))
+    expected, _ = direct(policy, [Message("user", "12+30")], 24)
+    assert [o.choices[0].message.content for o in outs] == [expected] * 6
+
+
+def test_logprobs_are_the_sampled_tokens_logprobs(client: openai.OpenAI, policy: Any) -> None:
+    out = greedy(client, USER, logprobs=True)
+    _, expected = direct(policy, [Message("user", "12+30")], 24)
+    got = [entry.logprob for entry in out.choices[0].logprobs.content]
+    assert got == pytest.approx(expected[: len(got)], abs=1e-5)
+    assert len(got) == 24  # every token is part of the text: the budget ran out
+
+
+def test_max_tokens_ends_with_finish_reason_length(client: openai.OpenAI) -> None:
+    out = client.chat.completions.create(
+        model="tiny", messages=USER, temperature=0, max_completion_tokens=3
+    )
+    assert out.choices[0].finish_reason == "length"
+    assert out.usage is not None and out.usage.completion_tokens == 3
+
+
+def test_a_stop_string_cuts_the_text(client: openai.OpenAI) -> None:
+    full = greedy(client, USER).choices[0].message.content
+    stop = full[5:9]
+    out = greedy(client, USER, stop=[stop])
+    assert out.choices[0].message.content == full[: full.index(stop)]
+    assert out.choices[0].finish_reason == "stop"
+
+
+def test_streamed_chunks_concatenate_to_the_greedy_text(client: openai.OpenAI) -> None:
+    full = greedy(client, USER).choices[0].message.content
+    chunks = list(greedy(client, USER, stream=True, stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == full
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 24
+
+
+def test_the_stream_ends_with_done(server: RunningServer) -> None:
+    body = {"model": "tiny", "messages": USER, "max_tokens": 4, "stream": True}
+    text = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=30).text
+    events = [line for line in text.splitlines() if line.startswith("data: ")]
+    assert events[-1] == "data: [DONE]"
+    assert json.loads(events[0][6:])["object"] == "chat.completion.chunk"
+
+
+def test_a_wrong_api_key_is_refused_and_the_right_one_accepted(policy: Any) -> None:
+    engine = HFEngine(policy.model, policy.tokenizer, seed=0)
+    app = create_app(engine, policy.tokenizer, "tiny", api_key="sekret")
+    with run_in_thread(app) as running:
+        wrong = openai.OpenAI(base_url=running.base_url, api_key="nope", max_retries=0)
+        with pytest.raises(openai.AuthenticationError, match="API key"):
+            wrong.models.list()
+        right = openai.OpenAI(base_url=running.base_url, api_key="sekret", max_retries=0)
+        assert [m.id for m in right.models.list()] == ["tiny"]
+
+
+def test_an_unknown_model_is_not_found_and_the_served_one_named(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError, match="'gpt-5'.*serves 'tiny'"):
+        client.chat.completions.create(model="gpt-5", messages=USER, max_tokens=2)
+
+
+def test_a_bad_body_is_a_400_naming_the_field(server: RunningServer) -> None:
+    body = {"model": "tiny", "messages": [{"role": "wizard", "content": "hi"}]}
+    response = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=30)
+    assert response.status_code == 400
+    assert "messages.0.role" in response.json()["error"]["message"]
+
+
+def test_a_request_beyond_the_context_is_a_400(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError, match="context is 512 tokens"):
+        client.chat.completions.create(model="tiny", messages=USER, max_tokens=600)
+
+
+def test_a_tool_conversation_renders_as_the_episode_loop_renders_it(
+    client: openai.OpenAI, policy: Any
+) -> None:
+    call = '<tool_call>{"name":"calculator","arguments":{"expression":"18*7"}}</tool_call>'
+    conversation = [
+        Message("system", "use the calculator"),
+        Message("user", "calc 18*7"),
+        Message("assistant", call),
+        Message("tool", "126", name="calculator"),
+    ]
+    sent = [{"role": m.role, "content": m.content} for m in conversation]
+    sent[-1]["tool_call_id"] = "call_0"
+    out = greedy(client, sent)
+    prompt = encode(policy.tokenizer, render(policy.tokenizer, conversation, True))
+    assert out.usage is not None and out.usage.prompt_tokens == len(prompt)
+    assert out.choices[0].message.content == direct(policy, conversation, 24)[0]
+
+
+# ---- checkpoint resolution and the command -------------------------------------------------
+
+
+def fake_checkpoint(path: Path, complete: bool = True) -> Path:
+    path.mkdir(parents=True)
+    (path / "config.json").write_text("{}")
+    if complete:
+        (path / "COMPLETE").write_text("")
+    return path
+
+
+def test_a_run_directory_resolves_to_its_latest_stage(tmp_path: Path) -> None:
+    fake_checkpoint(tmp_path / "checkpoints" / "sft")
+    fake_checkpoint(tmp_path / "checkpoints" / "dpo")
+    fake_checkpoint(tmp_path / "checkpoints" / "grpo", complete=False)  # still being written
+    assert resolve_checkpoint(tmp_path) == tmp_path / "checkpoints" / "dpo"
+
+
+def test_a_model_directory_resolves_to_itself(tmp_path: Path) -> None:
+    model = fake_checkpoint(tmp_path / "model", complete=False)
+    assert resolve_checkpoint(model) == model
+
+
+def test_a_run_without_checkpoints_is_refused_by_name(tmp_path: Path) -> None:
+    (tmp_path / "checkpoints").mkdir()
+    with pytest.raises(CheckpointNotFoundError, match="no complete checkpoint.*grpo"):
+        resolve_checkpoint(tmp_path)
+
+
+def test_a_directory_that_is_neither_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointNotFoundError, match="neither a model directory"):
+        resolve_checkpoint(tmp_path)
+
+
+def serve_command() -> typer.Typer:
+    from posttrain.cli_serve import serve
+
+    app = typer.Typer()
+    app.command()(serve)
+    return app
+
+
+def test_serving_a_missing_checkpoint_exits_2_with_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(serve_command(), [str(tmp_path / "nope")])
+    assert result.exit_code == 2
+    assert "does not exist" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_an_unset_api_key_variable_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("POSTTRAIN_TEST_KEY", raising=False)
+    result = CliRunner().invoke(serve_command(), ["tiny", "--api-key-env", "POSTTRAIN_TEST_KEY"])
+    assert result.exit_code == 2
+    assert "$POSTTRAIN_TEST_KEY is not set" in result.output
+
+
+# ---- streaming as tokens are sampled ----------------------------------------------------
+
+
+class GatedEngine:
+    """Plays `text` one byte token at a time; before its last token it waits (up to
+    10 s) for `gate`, and records whether the gate was open by then."""
+
+    def __init__(self, tokenizer: Any, text: str) -> None:
+        self.text = text
+        self.ids = list(tokenizer.encode(text, add_special_tokens=False))
+        self.gate = threading.Event()
+        self.gate_was_open: bool | None = None
+
+    def generate(
+        self, requests: list[GenerationRequest], on_token: Any = None
+    ) -> list[list[Completion]]:
+        for k, token in enumerate(self.ids):
+            if k == len(self.ids) - 1:
+                self.gate_was_open = self.gate.wait(10)
+            if on_token is not None:
+                on_token(0, 0, token, -1.0)
+        return [[Completion(self.ids, [-1.0] * len(self.ids), self.text, "length")]]
+
+    def update_weights(self, state_dict: Any) -> None:
+        raise NotImplementedError
+
+
+def streamed_text(chunks: list[Any], index: int = 0) -> str:
+    return "".join(
+        c.choices[0].delta.content or ""
+        for c in chunks
+        if c.choices and c.choices[0].index == index
+    )
+
+
+def test_the_first_chunk_arrives_before_the_last_token_is_sampled(policy: Any) -> None:
+    engine = GatedEngine(policy.tokenizer, "hello world")
+    with run_in_thread(create_app(engine, policy.tokenizer, "gated")) as running:
+        client = openai.OpenAI(base_url=running.base_url, api_key="unused", max_retries=0)
+        chunks = []
+        for chunk in client.chat.completions.create(model="gated", messages=USER, stream=True):
+            if chunk.choices and chunk.choices[0].delta.content:
+                engine.gate.set()  # the client holds text while the engine still waits
+            chunks.append(chunk)
+    assert engine.gate_was_open is True
+    assert streamed_text(chunks) == "hello world"
+
+
+def test_a_streamed_stop_string_cuts_the_text_as_the_non_streamed_one(
+    client: openai.OpenAI,
+) -> None:
+    full = greedy(client, USER).choices[0].message.content
+    stop = "|><|as"  # spans two tokens: the first token's tail must be held back
+    assert stop in full
+    whole = greedy(client, USER, stop=[stop]).choices[0]
+    chunks = list(greedy(client, USER, stop=[stop], stream=True))
+    assert streamed_text(chunks) == whole.message.content == full[: full.index(stop)]
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+
+
+def test_n_streamed_samples_each_concatenate_to_their_text(client: openai.OpenAI) -> None:
+    whole = greedy(client, USER, n=2)
+    chunks = list(greedy(client, USER, n=2, stream=True))
+    assert {c.choices[0].index for c in chunks if c.choices} == {0, 1}
+    for index in (0, 1):
+        assert streamed_text(chunks, index) == whole.choices[index].message.content
+
+
+def test_streamed_logprobs_equal_the_non_streamed_ones(client: openai.OpenAI) -> None:
+    whole = greedy(client, USER, logprobs=True).choices[0].logprobs.content
+    chunks = list(greedy(client, USER, logprobs=True, stream=True))
+    streamed = [
+        e
+        for c in chunks
+        if c.choices and c.choices[0].logprobs
+        for e in c.choices[0].logprobs.content
+    ]
+    assert [(e.token, e.logprob) for e in streamed] == [(e.token, e.logprob) for e in whole]
+
+
+def test_a_client_leaving_mid_stream_leaves_the_server_serving(policy: Any) -> None:
+    engine = GatedEngine(policy.tokenizer, "hello world")
+    with run_in_thread(create_app(engine, policy.tokenizer, "gated")) as running:
+        body = {"model": "gated", "messages": USER, "stream": True}
+        url = f"{running.base_url}/chat/completions"
+        with httpx.Client(timeout=30) as http, http.stream("POST", url, json=body) as response:
+            for line in response.iter_lines():
+                if '"content": "h"' in line:
+                    break  # leave with the stream half read
+        engine.gate.set()
+        body["stream"] = False  # the lock was released: the next request is answered
+        again = httpx.post(url, json=body, timeout=30).json()
+    assert again["choices"][0]["message"]["content"] == "hello world"
+
+
+def feed(tokenizer: Any, text: str, stop: tuple[str, ...]) -> list[str]:
+    """The deltas `SampleText` hands out for `text` fed one byte token at a time."""
+    sample = SampleText(tokenizer, stop, frozenset({tokenizer.eos_token_id}))
+    ids = list(tokenizer.encode(text, add_special_tokens=False)) + [tokenizer.eos_token_id]
+    deltas = [sample.push(token, -1.0)[0] for token in ids]
+    cut = text.find(stop[0]) if stop and stop[0] in text else len(text)
+    return [*deltas, sample.finish(text[:cut])[0]]
+
+
+def test_a_character_split_over_tokens_is_sent_whole(policy: Any) -> None:
+    deltas = feed(policy.tokenizer, "é€x", stop=())
+    assert [d for d in deltas if d] == ["é", "€", "x"]
+
+
+def test_text_that_may_begin_a_stop_string_is_held_back(policy: Any) -> None:
+    deltas = feed(policy.tokenizer, "ab xy, xyz tail", stop=("xyz",))
+    assert deltas[:6] == ["a", "b", " ", "", "", "xy,"]  # "x", "xy" wait; "xy," cannot stop
+    assert "".join(deltas) == "ab xy, "

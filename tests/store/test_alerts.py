@@ -1,0 +1,68 @@
+"""Alerts: each condition fires once when it starts, lands in alerts.jsonl and warns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from posttrain.store.alerts import AlertMonitor, AlertThresholds, read_alerts
+
+CALM = {"entropy": 1.0, "completion_tokens": 10.0, "reward": 0.3, "verifier_error_rate": 0.0,
+        "sandbox_error_rate": 0.0, "logprob_mismatch": 0.01}  # fmt: skip
+
+
+def _monitor(tmp_path: Path, warned: list[str]) -> AlertMonitor:
+    return AlertMonitor(tmp_path / "alerts.jsonl", AlertThresholds(window=3), warned.append)
+
+
+@pytest.mark.parametrize(
+    ("kind", "change"),
+    [
+        ("entropy_collapse", {"entropy": 0.001}),
+        ("length_jump", {"completion_tokens": 35.0}),
+        ("reward_jump", {"reward": 0.9}),
+        ("verifier_errors", {"verifier_error_rate": 0.5}),
+        ("sandbox_errors", {"sandbox_error_rate": 0.25}),
+        ("logprob_mismatch", {"logprob_mismatch": 2.0}),
+    ],
+)
+def test_each_condition_raises_its_alert(tmp_path: Path, kind: str, change: dict) -> None:
+    warned: list[str] = []
+    monitor = _monitor(tmp_path, warned)
+    for step in range(1, 5):
+        assert monitor.observe("grpo", step, dict(CALM)) == []
+    fired = monitor.observe("grpo", 5, {**CALM, **change})
+    assert [a.kind for a in fired] == [kind]
+    rows = read_alerts(tmp_path / "alerts.jsonl")
+    assert [(r["kind"], r["step"], r["stage"]) for r in rows] == [(kind, 5, "grpo")]
+    assert rows[0]["value"] == pytest.approx(next(iter(change.values())))
+    assert warned == [rows[0]["message"]] and "step 5" in warned[0]
+
+
+def test_a_lasting_condition_warns_once_and_again_after_it_clears(tmp_path: Path) -> None:
+    monitor = _monitor(tmp_path, [])
+    bad = {**CALM, "verifier_error_rate": 0.3}
+    kinds = [len(monitor.observe("grpo", s, v)) for s, v in enumerate([bad, bad, bad, CALM, bad])]
+    assert kinds == [1, 0, 0, 0, 1]
+
+
+def test_jumps_wait_for_a_full_window_of_history(tmp_path: Path) -> None:
+    monitor = _monitor(tmp_path, [])
+    assert monitor.observe("grpo", 1, {"completion_tokens": 1.0}) == []
+    assert monitor.observe("grpo", 2, {"completion_tokens": 50.0}) == []
+
+
+def test_missing_and_non_finite_metrics_are_not_checked(tmp_path: Path) -> None:
+    monitor = _monitor(tmp_path, [])
+    assert monitor.observe("grpo", 1, {"entropy": float("nan"), "reward": float("inf")}) == []
+    assert not (tmp_path / "alerts.jsonl").exists()
+
+
+def test_alert_lines_are_strict_json(tmp_path: Path) -> None:
+    monitor = _monitor(tmp_path, [])
+    monitor.observe("grpo", 1, {"entropy": 0.0})
+    line = (tmp_path / "alerts.jsonl").read_text().splitlines()[0]
+    assert set(json.loads(line)) == {"time", "stage", "step", "kind", "metric", "value",
+                                     "threshold", "message"}  # fmt: skip
