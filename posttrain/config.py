@@ -85,6 +85,13 @@ class DPOConfig(_Strict):
     samples_per_task: int = Field(4, ge=2, description="answers sampled per task to mine pairs")
     temperature: float = Field(1.0, gt=0, description="sampling temperature for mining")
     beta: float = Field(0.1, gt=0, description="DPO inverse temperature")
+    loss: Literal["sigmoid", "ipo", "robust"] = Field(
+        "sigmoid", description="DPO (sigmoid), IPO, or rDPO (robust to label noise)"
+    )
+    label_smoothing: float = Field(
+        0.0, ge=0, lt=0.5, description="assumed label-flip rate (cDPO with sigmoid, rDPO)"
+    )
+    reference_free: bool = Field(False, description="drop the reference model (logprobs 0)")
     sft_weight: float = Field(1.0, ge=0, description="NLL on chosen answers added to the loss")
     lr: float = Field(5e-5, gt=0, description="AdamW learning rate")
     batch_size: int = Field(32, ge=1, description="pairs per optimizer step")

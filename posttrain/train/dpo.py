@@ -104,8 +104,11 @@ def train_dpo(
     if not pairs:
         return DPOResult(0, 0, time.perf_counter() - start, before, before)
     # The frozen reference is the starting policy: its logprobs are computed once.
-    ref_chosen = sequence_logprob_sums(model, [p.chosen for p in pairs], pad_id)  # [N]
-    ref_rejected = sequence_logprob_sums(model, [p.rejected for p in pairs], pad_id)  # [N]
+    ref_chosen: torch.Tensor | None = None
+    ref_rejected: torch.Tensor | None = None
+    if not cfg.reference_free:
+        ref_chosen = sequence_logprob_sums(model, [p.chosen for p in pairs], pad_id)  # [N]
+        ref_rejected = sequence_logprob_sums(model, [p.rejected for p in pairs], pad_id)  # [N]
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95))
     rng = random.Random(seed)
     model.train()
@@ -121,8 +124,17 @@ def train_dpo(
             logprobs = batch_logprobs(model, batch)  # [2b, T-1]
             sums = (logprobs * batch.loss_mask).sum(-1)  # [2b]
             b = len(idx)
+            tokens = batch.loss_mask.sum(-1)  # [2b]
             loss, margin = dpo_loss(
-                sums[:b], sums[b:], ref_chosen[idx], ref_rejected[idx], cfg.beta
+                sums[:b],
+                sums[b:],
+                None if ref_chosen is None else ref_chosen[idx],
+                None if ref_rejected is None else ref_rejected[idx],
+                cfg.beta,
+                loss_type=cfg.loss,
+                label_smoothing=cfg.label_smoothing,
+                chosen_tokens=tokens[:b],
+                rejected_tokens=tokens[b:],
             )
             if cfg.sft_weight > 0:
                 chosen_mask = batch.loss_mask[:b]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -144,3 +145,39 @@ def test_sft_weight_adds_the_chosen_nll_to_the_loss(tiny_model: Any, tokenizer: 
     tiny_model.load_state_dict(state)
     mixed = _logged_dpo_steps(tiny_model, tokenizer, sft_weight=1.0)
     assert mixed[0][1]["loss"] > plain[0][1]["loss"] + 1.0  # the NLL of an untrained model is large
+
+
+@pytest.mark.parametrize(
+    ("overrides", "first_loss"),
+    [
+        ({"loss": "ipo", "beta": 0.5}, 1.0),  # (Δ − 1/(2β))² with Δ = 0 at the start
+        ({"loss": "sigmoid", "label_smoothing": 0.1}, 0.693147),  # cDPO: log 2 at Δ = 0
+        ({"loss": "robust", "label_smoothing": 0.1}, 0.693147),  # rDPO: (0.9 − 0.1)·log 2 / 0.8
+    ],
+)
+def test_each_dpo_loss_starts_where_its_formula_puts_policy_equals_reference(
+    tiny_model: Any, tokenizer: Any, overrides: dict, first_loss: float
+) -> None:
+    pairs = synthetic_pairs(starter_tasks(range(8)), tokenizer)
+    logged: list[tuple[int, dict[str, float]]] = []
+    cfg = DPOConfig(lr=1e-3, batch_size=8, epochs=1, sft_weight=0.0, **overrides)
+    train_dpo(tiny_model, pairs, pairs[:4], cfg, tokenizer.pad_token_id,
+              log=lambda step, values: logged.append((step, values)))  # fmt: skip
+    assert logged[0][1]["loss"] == pytest.approx(first_loss, abs=1e-4)
+    assert all(math.isfinite(v["loss"]) for _, v in logged)
+
+
+def test_reference_free_dpo_never_scores_a_reference(
+    tiny_model: Any, tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import posttrain.train.dpo as dpo
+
+    calls: list[int] = []
+    real = dpo.sequence_logprob_sums
+    monkeypatch.setattr(
+        dpo, "sequence_logprob_sums", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    pairs = synthetic_pairs(starter_tasks(range(8)), tokenizer)
+    cfg = DPOConfig(lr=1e-3, batch_size=8, epochs=1, sft_weight=0.0, reference_free=True)
+    result = train_dpo(tiny_model, pairs, [], cfg, tokenizer.pad_token_id)
+    assert result.steps == 4 and calls == []
