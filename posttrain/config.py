@@ -76,6 +76,12 @@ class SFTConfig(_Strict):
     eval_every: int = Field(100, ge=1, description="steps between validation-loss checks")
     patience: int = Field(3, ge=1, description="stop after this many checks without improvement")
     val_examples: int = Field(256, ge=1, description="held-out demonstrations for the stop rule")
+    micro_batches: int = Field(
+        4, ge=1, description="gradient accumulation: each batch runs as this many micro-batches"
+    )
+    data_file: str | None = Field(
+        None, description="JSONL/Parquet of {messages: [...]} to train on instead of references"
+    )
 
 
 class DPOConfig(_Strict):
@@ -92,6 +98,9 @@ class DPOConfig(_Strict):
         0.0, ge=0, lt=0.5, description="assumed label-flip rate (cDPO with sigmoid, rDPO)"
     )
     reference_free: bool = Field(False, description="drop the reference model (logprobs 0)")
+    data_file: str | None = Field(
+        None, description="JSONL/Parquet of {prompt, chosen, rejected} instead of mined pairs"
+    )
     sft_weight: float = Field(1.0, ge=0, description="NLL on chosen answers added to the loss")
     lr: float = Field(5e-5, gt=0, description="AdamW learning rate")
     batch_size: int = Field(32, ge=1, description="pairs per optimizer step")
@@ -267,6 +276,10 @@ class RunConfig(_Strict):
             "tools/calculator-v1",
         ],
         description="domain ids of the mix (see `posttrain domains list`)",
+    )
+    mixture: dict[str, float] = Field(
+        default_factory=dict,
+        description="DPO/GRPO task weights by domain id, family or axis=value (default 1 each)",
     )
     datasets: list[DatasetConfig] = Field(
         default_factory=list, description="domains from your own files; name their ids in domains"

@@ -252,6 +252,13 @@ def test_an_unknown_domain_exits_2_before_training(run_in_process: Invoke, tmp_p
     assert not (tmp_path / "runs").exists()
 
 
+def test_an_invalid_mixture_exits_2_before_training(run_in_process: Invoke, tmp_path: Path) -> None:
+    result = run_in_process("mixture={list: 2, arith/nope-v1: 1}", f"out_dir={tmp_path / 'runs'}")
+    assert result.exit_code == 2, result.output
+    assert "mixture key 'arith/nope-v1' matches no domain of the mix" in result.output
+    assert not (tmp_path / "runs").exists()
+
+
 def test_wandb_logging_without_wandb_installed_exits_2_before_training(
     run_in_process: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

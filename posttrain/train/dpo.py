@@ -109,7 +109,9 @@ def train_dpo(
     if not cfg.reference_free:
         ref_chosen = sequence_logprob_sums(model, [p.chosen for p in pairs], pad_id)  # [N]
         ref_rejected = sequence_logprob_sums(model, [p.rejected for p in pairs], pad_id)  # [N]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95))
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad], lr=cfg.lr, betas=(0.9, 0.95)
+    )
     rng = random.Random(seed)
     model.train()
     step = 0

@@ -114,7 +114,9 @@ def train_grpo(
     pad_id = tokenizer.pad_token_id
     plan = loss_plan(cfg)
     ref_model = copy.deepcopy(model).eval() if cfg.kl_coef > 0 else None
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.99))
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad], lr=cfg.lr, betas=(0.9, 0.99)
+    )
     params = SamplingParams(
         max_tokens=max_tokens, temperature=cfg.temperature, top_p=cfg.top_p, n=cfg.group_size
     )
@@ -276,15 +278,28 @@ def error_rates(rollouts: list[Rollout]) -> dict[str, float]:
 
 
 def by_family(rollouts: list[Rollout]) -> dict[str, float]:
-    """Reward, pass rate and sampled tokens per domain family: `by_family/{family}/...`."""
+    """Reward, pass rate and sampled tokens per domain family (`by_family/{family}/...`),
+    pass rate per matrix cell (`by_cell/{modality/tools/rounds/verification}/pass_rate`)
+    and the mean of each verdict component (`component/{name}`)."""
+    from posttrain.eval.results import domain_cell
+
     groups: dict[str, list[Rollout]] = {}
+    cells: dict[str, list[Rollout]] = {}
+    components: dict[str, list[float]] = {}
     for r in rollouts:
         groups.setdefault(family_of(r.domain), []).append(r)
+        cells.setdefault("/".join(domain_cell(r.domain)), []).append(r)
+        for name, value in r.verdict.components.items():
+            components.setdefault(name, []).append(float(value))
     out: dict[str, float] = {}
     for family, rs in groups.items():
         out[f"by_family/{family}/reward"] = sum(r.reward for r in rs) / len(rs)
         out[f"by_family/{family}/pass_rate"] = sum(r.verdict.passed for r in rs) / len(rs)
         out[f"by_family/{family}/tokens"] = sum(sum(r.loss_mask) for r in rs) / len(rs)
+    for cell, rs in cells.items():
+        out[f"by_cell/{cell}/pass_rate"] = sum(r.verdict.passed for r in rs) / len(rs)
+    for name, values in components.items():
+        out[f"component/{name}"] = sum(values) / len(values)
     return out
 
 

@@ -1,5 +1,6 @@
-"""Which tasks each stage trains and evaluates on: domain weights, difficulty ranges,
-seed streams, and the held-out set.
+"""Which tasks each stage trains and evaluates on: domain weights (by id, family or
+matrix axis: `mixture_weights`), difficulty ranges, seed streams, and the held-out set.
+A sampler's position, RNG and curriculum state round-trip through `state_dict`.
 
 Held-out evaluation tasks use seeds from `seed_offset` up, cycling difficulties
 1..10; every training stream draws from its own seed range below that, and skips any
@@ -10,7 +11,8 @@ not only by seed.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from posttrain.domains.base import Domain
 from posttrain.types import Task
@@ -49,6 +51,62 @@ def heldout_tasks(
     ]
 
 
+class MixtureError(ValueError):
+    """A mixture weight names no domain of the mix, or is negative; the message says which."""
+
+
+def mixture_weights(domains: Sequence[Domain], spec: Mapping[str, float]) -> list[float]:
+    """One weight per domain from `spec`, whose keys are domain ids, families (`arith`)
+    or axis filters (`modality=table`). The most specific key wins: an id over a family
+    over an axis filter (several matching filters multiply); unmatched domains weigh 1.
+
+    >>> from posttrain.domains import get_domain
+    >>> mix = [get_domain("arith/addition-v1"), get_domain("tools/calculator-v1")]
+    >>> mixture_weights(mix, {"tools": 3.0, "rounds=single": 0.5})
+    [0.5, 3.0]
+    """
+    from posttrain.domains.matrix import AXIS_VALUES, family_of
+
+    for key, weight in spec.items():
+        if not weight >= 0:
+            raise MixtureError(f"mixture weight of {key!r} must be >= 0, got {weight}")
+        if "=" in key:
+            axis, _, value = key.partition("=")
+            if axis not in AXIS_VALUES or value not in AXIS_VALUES[axis]:
+                raise MixtureError(
+                    f"mixture key {key!r}: unknown axis or value; axes: "
+                    + "; ".join(f"{a}={'|'.join(v)}" for a, v in AXIS_VALUES.items())
+                )
+        if not any(_matches(d, key, family_of(d.id)) for d in domains):
+            raise MixtureError(
+                f"mixture key {key!r} matches no domain of the mix "
+                f"({', '.join(d.id for d in domains)})"
+            )
+    weights = []
+    for d in domains:
+        family = family_of(d.id)
+        if d.id in spec:
+            weights.append(float(spec[d.id]))
+        elif family in spec:
+            weights.append(float(spec[family]))
+        else:
+            w = 1.0
+            for key, factor in spec.items():
+                if "=" in key and _matches(d, key, family):
+                    w *= float(factor)
+            weights.append(w)
+    if not any(w > 0 for w in weights):
+        raise MixtureError("every domain of the mix has weight 0")
+    return weights
+
+
+def _matches(domain: Domain, key: str, family: str) -> bool:
+    if "=" in key:
+        axis, _, value = key.partition("=")
+        return str(getattr(domain.axes, axis, None)) == value
+    return key in (domain.id, family)
+
+
 class TaskSampler:
     """An endless, reproducible stream of training tasks for one stage.
 
@@ -81,6 +139,27 @@ class TaskSampler:
         self.stream = stream
         self.pass_rates: dict[tuple[str, int], float] = {}
         self.window: tuple[int, int] | None = None
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a resumed stage needs to draw the same tasks next (JSON-able)."""
+        version, internal, gauss = self.rng.getstate()
+        return {
+            "stream": self.stream,
+            "next_seed": self.next_seed,
+            "rng": [version, list(internal), gauss],
+            "pass_rates": [[d, k, p] for (d, k), p in sorted(self.pass_rates.items())],
+            "window": list(self.window) if self.window else None,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if state["stream"] != self.stream:
+            raise ValueError(f"sampler state of stream {state['stream']!r}, not {self.stream!r}")
+        version, internal, gauss = state["rng"]
+        self.rng.setstate((version, tuple(internal), gauss))
+        self.next_seed = int(state["next_seed"])
+        self.pass_rates = {(d, int(k)): float(p) for d, k, p in state["pass_rates"]}
+        window = state.get("window")
+        self.window = (int(window[0]), int(window[1])) if window else None
 
     def cell_weight(self, domain_id: str, difficulty: int) -> float:
         """1 for every cell, or, when adaptive, 4·p(1−p) of the cell's recent pass rate p

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import torch
 from transformers.utils import logging as hf_logging
@@ -46,12 +47,21 @@ from posttrain.train.checkpoint import (
     save_checkpoint,
 )
 from posttrain.train.control import ControlArm, ControlOutcome
+from posttrain.train.data_files import DataFileError, preference_pairs, sft_examples
 from posttrain.train.dpo import PreferencePair, mine_pairs, train_dpo
 from posttrain.train.grpo import train_grpo
-from posttrain.train.mixture import TaskSampler, heldout_tasks, prompt_key
+from posttrain.train.mixture import (
+    MixtureError,
+    TaskSampler,
+    heldout_tasks,
+    mixture_weights,
+    prompt_key,
+)
 from posttrain.train.monitor import TrainingMonitor
 from posttrain.train.sft import train_sft
 from posttrain.types import Rollout
+
+T = TypeVar("T")
 
 # Pairs (baseline, candidate) compared on the held-out tasks.
 COMPARISONS = [
@@ -140,9 +150,17 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
     report = reporter or QuietReporter()
     domains = resolve_domains(config)
     try:
+        mixture = mixture_weights(domains, config.mixture)
+    except MixtureError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
         check_model_name(config.model.name)
     except ModelNotFoundError as exc:
         raise ConfigError(f"model.name: {exc}") from None
+    for field_name, path in (("sft.data_file", config.sft.data_file),
+                             ("dpo.data_file", config.dpo.data_file)):  # fmt: skip
+        if path is not None and not Path(path).is_file():
+            raise ConfigError(f"{field_name}: {path!r} does not exist or is not a file")
     if config.logging.wandb and importlib.util.find_spec("wandb") is None:
         raise ConfigError("logging.wandb=true needs the wandb package: pip install wandb")
     run = RunDir.create(config.out_dir, config.name)
@@ -161,7 +179,10 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
     except WandbMissing as exc:
         raise ConfigError(str(exc)) from None
     with metrics, TraceStore(run.traces_path) as traces:
-        _Pipeline(config, domains, run, metrics, traces, report, result).run()
+        try:
+            _Pipeline(config, domains, run, metrics, traces, report, result, mixture).run()
+        except DataFileError as exc:
+            raise ConfigError(str(exc)) from None
     run.write_summary(summary_markdown(config, result))
     from posttrain.eval.report import write_run_report  # matplotlib: only when reporting
 
@@ -179,8 +200,10 @@ class _Pipeline:
         traces: TraceStore,
         report: Reporter,
         result: RecipeResult,
+        mixture: list[float] | None = None,
     ) -> None:
         self.cfg, self.domains, self.run_dir = config, domains, run
+        self.mixture = mixture  # DPO and GRPO task weights, one per domain
         self.metrics, self.traces, self.report, self.result = metrics, traces, report, result
         # With model.lora.r set, every stage (and the control arm) trains the adapters only.
         self.policy: Policy = load_run_policy(config.model, config.seed)
@@ -234,6 +257,8 @@ class _Pipeline:
 
     def sft_data(self) -> tuple[list[Rollout], list[Rollout]]:
         c = self.cfg.sft
+        if c.data_file is not None:  # the user's conversations instead of domain references
+            return split_off(sft_examples(c.data_file, self.tok), c.val_examples, self.cfg.seed)
         difficulties = range(1, c.max_difficulty + 1)
         weights = [c.domain_weights.get(d.id, 1.0) for d in self.domains]
         train = TaskSampler(
@@ -277,7 +302,9 @@ class _Pipeline:
         seed = self.cfg.seed
 
         def mine(stream: str, count: int) -> list[PreferencePair]:
-            tasks = TaskSampler(self.domains, stream, exclude=self.exclude, seed=seed).sample(count)
+            tasks = TaskSampler(
+                self.domains, stream, weights=self.mixture, exclude=self.exclude, seed=seed
+            ).sample(count)
             return mine_pairs(
                 tasks,
                 self.engine,
@@ -290,7 +317,10 @@ class _Pipeline:
                 over_long=self.over_long,
             )
 
-        pairs, val_pairs = mine("dpo", c.num_tasks), mine("dpo-val", c.val_tasks)
+        if c.data_file is not None:  # the user's pairs instead of mined ones
+            pairs, val_pairs = split_off(preference_pairs(c.data_file, self.tok), c.val_tasks, seed)
+        else:
+            pairs, val_pairs = mine("dpo", c.num_tasks), mine("dpo-val", c.val_tasks)
         self.report.stage("dpo", max(1, -(-len(pairs) // c.batch_size) * c.epochs))
         res = train_dpo(
             self.policy.model, pairs, val_pairs, c, self.pad_id, seed=seed, log=self.logger("dpo")
@@ -317,6 +347,7 @@ class _Pipeline:
         sampler = TaskSampler(
             self.domains,
             "grpo",
+            weights=self.mixture,
             exclude=self.exclude,
             seed=self.cfg.seed,
             adaptive=c.adaptive_difficulty,
@@ -421,6 +452,15 @@ class _Pipeline:
         self.result.evals[label] = res
         self.report.evaluated(res)
         return res
+
+
+def split_off(items: list[T], held_out: int, seed: int) -> tuple[list[T], list[T]]:
+    """A seeded shuffle of `items` split into (train, validation): at most `held_out`
+    and at most a fifth of them for validation, at least one left to train on."""
+    order = list(items)
+    random.Random(seed).shuffle(order)
+    k = min(held_out, len(order) // 5)
+    return order[k:], order[:k]
 
 
 def summary_markdown(config: RunConfig, result: RecipeResult) -> str:

@@ -15,7 +15,6 @@ improvement the stage stops and the best weights are restored.
 
 from __future__ import annotations
 
-import copy
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -74,7 +73,10 @@ def train_sft(
         raise ValueError("SFT needs at least one example")
     budget = max_seconds if max_seconds is not None else cfg.max_minutes * 60
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay
+        [p for p in model.parameters() if p.requires_grad],
+        lr=cfg.lr,
+        betas=(0.9, 0.95),
+        weight_decay=cfg.weight_decay,
     )
     rng = random.Random(seed)
     order: list[int] = []
@@ -98,7 +100,7 @@ def train_sft(
             order += fresh
         picked, order = order[: cfg.batch_size], order[cfg.batch_size :]
         optimizer.zero_grad(set_to_none=True)
-        loss = _accumulate(model, [examples[i] for i in picked], pad_id)
+        loss = _accumulate(model, [examples[i] for i in picked], pad_id, cfg.micro_batches)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         step += 1
@@ -112,7 +114,7 @@ def train_sft(
                 if val < best_val - 1e-4:
                     best_val, bad_checks = val, 0
                     if stop_on_plateau:
-                        best_state = copy.deepcopy(model.state_dict())
+                        best_state = _trainable_state(model)
                 else:
                     bad_checks += 1
             if log is not None:
@@ -126,8 +128,15 @@ def train_sft(
         if val < best_val:
             best_val, best_state = val, None
     if best_state is not None:
-        model.load_state_dict(best_state)
+        model.load_state_dict(best_state, strict=False)
     return SFTResult(step, time.perf_counter() - start, loss_ema, best_val, stop_reason, lr)
+
+
+def _trainable_state(model: PreTrainedModel) -> dict[str, torch.Tensor]:
+    """Copies of the weights training changes (all of them, or a LoRA run's adapters):
+    a frozen base is never copied."""
+    names = {n for n, p in model.named_parameters() if p.requires_grad}
+    return {k: v.detach().clone() for k, v in model.state_dict().items() if k in names}
 
 
 def _accumulate(

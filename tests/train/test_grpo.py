@@ -37,8 +37,8 @@ LOGGED_KEYS = {
 
 
 def _overall(values: dict[str, float]) -> set[str]:
-    """The logged keys apart from the per-family ones (`by_family/<family>/...`)."""
-    return {k for k in values if not k.startswith("by_family/")}
+    """The logged keys apart from the per-family, per-cell and per-component ones."""
+    return {k for k in values if not k.startswith(("by_family/", "by_cell/", "component/"))}
 
 
 class SayYes:
@@ -201,6 +201,9 @@ def test_grpo_runs_end_to_end_on_the_starter_domains(tiny_model: Any, tokenizer:
     assert result.steps == 1
     assert len(logged) == 1 and _overall(logged[0]) == LOGGED_KEYS
     assert logged[0]["logprob_mismatch"] < 1e-3  # the real engine samples what training scores
+    cells = [k for k in logged[0] if k.startswith("by_cell/")]
+    assert cells and all(k.count("/") == 5 and 0 <= logged[0][k] <= 1 for k in cells)
+    assert any(k.startswith("component/") for k in logged[0])
     assert result.mean_reward_first == result.mean_reward_last == logged[0]["reward"]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from posttrain.domains import STARTER_DOMAINS, get_domain
@@ -91,3 +93,44 @@ def test_a_window_limits_draws_to_its_difficulties() -> None:
     sampler = TaskSampler(DOMAINS, "grpo", seed=0, adaptive=True)
     sampler.window = (6, 8)
     assert {t.difficulty for t in sampler.sample(60)} == {6, 7, 8}
+
+
+def test_mixture_weights_prefer_the_most_specific_key() -> None:
+    from posttrain.train.mixture import mixture_weights
+
+    mix = [get_domain(d) for d in ("arith/addition-v1", "text/reverse-v1", "tools/calculator-v1")]
+    spec = {"rounds=single": 0.5, "text": 2.0, "tools/calculator-v1": 4.0}
+    assert mixture_weights(mix, spec) == [0.5, 2.0, 4.0]
+    assert mixture_weights(mix, {}) == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ({"arith/nope-v1": 1.0}, "matches no domain of the mix"),
+        ({"nofamily": 1.0}, "matches no domain of the mix"),
+        ({"modality=smell": 1.0}, "unknown axis or value"),
+        ({"arith": -1.0}, "must be >= 0"),
+        ({"arith": 0.0, "text": 0.0, "tools": 0.0}, "every domain of the mix has weight 0"),
+    ],
+)
+def test_an_invalid_mixture_is_named(spec: dict, needle: str) -> None:
+    from posttrain.train.mixture import MixtureError, mixture_weights
+
+    mix = [get_domain(d) for d in ("arith/addition-v1", "text/reverse-v1", "tools/calculator-v1")]
+    with pytest.raises(MixtureError, match=needle):
+        mixture_weights(mix, spec)
+
+
+def test_a_sampler_resumed_from_its_state_draws_the_same_tasks() -> None:
+    from posttrain.train.mixture import TaskSampler
+
+    mix = [get_domain(d) for d in ("arith/addition-v1", "text/reverse-v1")]
+    a = TaskSampler(mix, "grpo", seed=1, adaptive=True)
+    a.sample(5)
+    a.observe(a.sample(1)[0], [1.0, 0.0])
+    a.window = (2, 4)
+    b = TaskSampler(mix, "grpo", seed=1, adaptive=True)
+    b.load_state_dict(json.loads(json.dumps(a.state_dict())))
+    assert [t.id for t in a.sample(8)] == [t.id for t in b.sample(8)]
+    assert a.pass_rates == b.pass_rates and b.window == (2, 4)

@@ -103,3 +103,21 @@ def test_validation_loss_counts_only_assistant_tokens(
         if m
     ]
     assert loss == pytest.approx(-float(sum(picked)) / len(picked), abs=1e-5)
+
+
+def test_gradient_accumulation_over_micro_batches_equals_one_full_batch(
+    tokenizer: Any, demonstrations: tuple[list[Rollout], list[Rollout]]
+) -> None:
+    from posttrain.models.loading import load_policy
+    from posttrain.train.sft import _accumulate
+
+    train, _ = demonstrations
+    model = load_policy("tiny", seed=0).model
+    grads, losses = {}, {}
+    for micro in (1, 4):  # sft.micro_batches
+        model.zero_grad(set_to_none=True)
+        losses[micro] = float(_accumulate(model, train[:16], tokenizer.pad_token_id, micro))
+        grads[micro] = {n: p.grad.clone() for n, p in model.named_parameters()}
+    assert losses[1] == pytest.approx(losses[4], rel=1e-6)
+    for name, grad in grads[1].items():
+        assert torch.allclose(grad, grads[4][name], atol=1e-6, rtol=1e-4), name

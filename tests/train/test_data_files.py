@@ -1,0 +1,134 @@
+"""SFT conversations and DPO pairs from files: token layout, loss masks, bad rows, and a
+recipe that trains from both files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from posttrain.rollout.episode import encode, render
+from posttrain.train.data_files import DataFileError, preference_pairs, sft_examples
+from posttrain.types import Message
+
+CHAT = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "2+2?"},
+    {"role": "assistant", "content": "4"},
+    {"role": "user", "content": "and 3+3?"},
+    {"role": "assistant", "content": "6"},
+]
+
+
+def _write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_every_assistant_message_is_trained_on_and_nothing_else(
+    tmp_path: Path, tokenizer: Any
+) -> None:
+    [ex] = sft_examples(_write_jsonl(tmp_path / "chat.jsonl", [{"messages": CHAT}]), tokenizer)
+    messages = [Message(m["role"], m["content"]) for m in CHAT]
+    full = encode(tokenizer, render(tokenizer, messages, add_generation_prompt=False))
+    assert ex.prompt_ids + ex.completion_ids == full
+    trained = tokenizer.decode(
+        [t for t, m in zip(ex.completion_ids, ex.loss_mask, strict=True) if m]
+    )
+    assert "4" in trained and "6" in trained
+    assert "3+3" not in trained and "brief" not in trained
+    context = tokenizer.decode(
+        [t for t, m in zip(ex.completion_ids, ex.loss_mask, strict=True) if not m]
+    )
+    assert "and 3+3?" in context
+
+
+def test_parquet_and_jsonl_give_the_same_examples(tmp_path: Path, tokenizer: Any) -> None:
+    rows = [{"messages": CHAT}, {"messages": CHAT[1:3]}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "chat.parquet")
+    a = sft_examples(tmp_path / "chat.parquet", tokenizer)
+    b = sft_examples(_write_jsonl(tmp_path / "chat.jsonl", rows), tokenizer)
+    assert [(x.prompt_ids, x.completion_ids, x.loss_mask) for x in a] == [
+        (x.prompt_ids, x.completion_ids, x.loss_mask) for x in b
+    ]
+
+
+def test_pairs_share_the_prompt_and_train_only_their_answers(
+    tmp_path: Path, tokenizer: Any
+) -> None:
+    rows = [
+        {"prompt": "2+2?", "chosen": "4", "rejected": "5"},
+        {
+            "prompt": [{"role": "user", "content": "hi"}],
+            "chosen": [{"role": "assistant", "content": "hello"}],
+            "rejected": [{"role": "assistant", "content": "go away"}],
+        },  # fmt: skip
+    ]
+    pairs = preference_pairs(_write_jsonl(tmp_path / "p.jsonl", rows), tokenizer)
+    assert len(pairs) == 2
+    for pair in pairs:
+        assert pair.chosen.prompt_ids == pair.rejected.prompt_ids
+        assert all(pair.chosen.loss_mask) and all(pair.rejected.loss_mask)
+    assert tokenizer.decode(pairs[1].rejected.completion_ids).startswith("go away")
+
+
+@pytest.mark.parametrize(
+    ("rows", "needle"),
+    [
+        ([{"messages": CHAT[:2]}], "no assistant message"),
+        ([{"messages": [{"role": "robot", "content": "x"}]}], "needs a role"),
+        ([{"messages": [{"role": "user", "content": 3}]}], "string 'content'"),
+        ([{"messages": CHAT[2:3]}], "starts with the assistant"),
+        (["just text"], "a row must be an object"),
+    ],
+)
+def test_a_bad_sft_row_is_named_with_its_line(
+    tmp_path: Path, tokenizer: Any, rows: list[Any], needle: str
+) -> None:
+    path = _write_jsonl(tmp_path / "bad.jsonl", [{"messages": CHAT}, *rows])
+    with pytest.raises(DataFileError, match=needle) as info:
+        sft_examples(path, tokenizer)
+    assert f"{path}:2" in str(info.value)
+
+
+def test_a_pair_without_rejected_is_named(tmp_path: Path, tokenizer: Any) -> None:
+    path = _write_jsonl(tmp_path / "p.jsonl", [{"prompt": "x", "chosen": "y"}])
+    with pytest.raises(DataFileError, match="'rejected' must be"):
+        preference_pairs(path, tokenizer)
+
+
+def test_a_recipe_trains_sft_and_dpo_from_files(tmp_path: Path) -> None:
+    from posttrain.config import load_config
+    from posttrain.store.metrics import read_metrics
+    from posttrain.train.recipe import run_recipe
+
+    chats = [{"messages": [{"role": "user", "content": f"echo {w}"},
+                           {"role": "assistant", "content": w}]}
+             for w in ["cat", "dog", "sun", "map", "pen", "cup", "hat", "box", "jam", "owl"] * 2]  # fmt: skip
+    prefs = [{"prompt": f"echo {w}", "chosen": w, "rejected": w[::-1]} for w in ["cat", "dog"] * 5]
+    sft_file = _write_jsonl(tmp_path / "sft.jsonl", chats)
+    dpo_file = _write_jsonl(tmp_path / "dpo.jsonl", prefs)
+    config = load_config(None, [
+        f"out_dir={tmp_path}", "name=files", "domains=[text/reverse-v1]",
+        f"sft.data_file={sft_file}", "sft.max_steps=4", "sft.eval_every=2", "sft.batch_size=4",
+        "sft.val_examples=2", f"dpo.data_file={dpo_file}", "dpo.val_tasks=2", "dpo.batch_size=4",
+        "grpo.enabled=false", "control.enabled=false", "eval.tasks_per_domain=2",
+    ])  # fmt: skip
+    result = run_recipe(config)
+    stages = {r["stage"] for r in read_metrics(result.run_dir / "metrics.jsonl")}
+    assert {"sft", "dpo"} <= stages
+    assert result.stages["dpo"]["pairs"] == 8 and result.stages["dpo"]["val_pairs"] == 2
+
+
+def test_a_missing_data_file_stops_the_run_before_it_starts(tmp_path: Path) -> None:
+    from posttrain.config import ConfigError, load_config
+    from posttrain.train.recipe import run_recipe
+
+    config = load_config(None, [f"out_dir={tmp_path / 'runs'}", "sft.data_file=/nope.jsonl"])
+    with pytest.raises(ConfigError, match="sft.data_file: '/nope.jsonl' does not exist"):
+        run_recipe(config)
+    assert not (tmp_path / "runs").exists()
