@@ -33,7 +33,7 @@ from posttrain.eval.evaluate import evaluate
 from posttrain.models.loading import load_policy
 from posttrain.rollout.episode import replay_references
 from posttrain.train.mixture import TaskSampler, heldout_tasks
-from posttrain.train.recipe import resolve_domains
+from posttrain.train.recipe_inputs import resolve_domains
 from posttrain.train.sft import train_sft
 
 def rss_mb():

@@ -27,7 +27,7 @@ from posttrain.models.loading import load_policy
 from posttrain.models.tiny import TinyModelSpec
 from posttrain.rollout.episode import replay_references
 from posttrain.train.mixture import TaskSampler, heldout_tasks, prompt_key
-from posttrain.train.recipe import resolve_domains
+from posttrain.train.recipe_inputs import resolve_domains
 from posttrain.train.sft import train_sft
 
 

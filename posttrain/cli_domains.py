@@ -331,7 +331,7 @@ def score(
     )
 
     if recipe is not None:
-        from posttrain.train.recipe import register_datasets
+        from posttrain.train.recipe_inputs import register_datasets
 
         try:
             register_datasets(load_config(recipe))

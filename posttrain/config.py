@@ -148,6 +148,9 @@ class GRPOConfig(_Strict):
     epochs: int = Field(1, ge=1, description="optimizer passes over each batch")
     minibatch_size: int = Field(64, ge=1, description="rollouts per backward pass")
     max_minutes: float = Field(3.5, gt=0, description="wall-clock cap for the stage")
+    save_every: int = Field(
+        0, ge=0, description="steps between resumable full-state saves (0 = none)"
+    )
 
 
 class ContextConfig(_Strict):
@@ -266,6 +269,9 @@ class DatasetConfig(_Strict):
 
 class RunConfig(_Strict):
     name: str | None = Field(None, description="run directory name (default: a timestamp)")
+    resume: str | None = Field(
+        None, description="a run directory to continue (its config.yaml is used; see docs)"
+    )
     out_dir: str = Field("runs", description="where run directories go")
     seed: int = Field(0, description="seeds the model, data order and sampling")
     domains: list[str] = Field(

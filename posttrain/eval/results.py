@@ -203,3 +203,31 @@ def load_results(path: str | Path) -> dict[str, Any]:
                     f"results file {path}: tasks[{i}].{key} is missing or not a {kind.__name__}"
                 )
     return dict(doc)
+
+
+def eval_result_from_document(doc: dict[str, Any]) -> Any:
+    """An `EvalResult` (without rollouts) rebuilt from a results document: what a
+    resumed run uses for an evaluation it made in an earlier life."""
+    from posttrain.eval.evaluate import DomainScore, EvalResult
+    from posttrain.eval.stats import Rate
+
+    def as_rate(r: dict[str, Any]) -> Rate:
+        return Rate(int(r["successes"]), int(r["n"]), float(r["rate"]), float(r["low"]),
+                    float(r["high"]))  # fmt: skip
+
+    per_domain = {}
+    for name, entry in doc["per_domain"].items():
+        completed = as_rate(entry["completed"])
+        per_domain[name] = DomainScore(
+            name,
+            completed,
+            as_rate(entry["format"]) if "format" in entry else completed,
+            as_rate(entry["correct"]) if "correct" in entry else completed,
+        )
+    return EvalResult(
+        label=doc["label"],
+        overall=as_rate(doc["overall"]),
+        per_domain=per_domain,
+        passed={t["id"]: bool(t["passed"]) for t in doc["tasks"]},
+        seconds=float(doc.get("seconds", 0.0)),
+    )

@@ -39,6 +39,7 @@ from posttrain.train.losses import (
     rloo_advantages,
 )
 from posttrain.train.mixture import TaskSampler
+from posttrain.train.resume import GRPOState, capture_rng, restore_rng
 from posttrain.types import Rollout
 
 LogFn = Callable[[int, dict[str, float]], None]
@@ -108,9 +109,13 @@ def train_grpo(
     log: LogFn | None = None,
     record: RecordFn | None = None,
     after_step: StepHook | None = None,
+    resume: GRPOState | None = None,
+    save_state: Callable[[GRPOState], None] | None = None,
 ) -> GRPOResult:
     """`after_step(step)` runs after each update (the recipe's monitor evaluation); its
-    time does not count against `cfg.max_minutes`."""
+    time does not count against `cfg.max_minutes`. With `save_state`, the full state
+    (`train/resume.py`) goes to it every `cfg.save_every` steps; `resume` continues
+    from such a state exactly: the same tasks, samples and updates as without the stop."""
     pad_id = tokenizer.pad_token_id
     plan = loss_plan(cfg)
     ref_model = copy.deepcopy(model).eval() if cfg.kl_coef > 0 else None
@@ -123,8 +128,19 @@ def train_grpo(
     prompts_per_step = cfg.batch_size // cfg.group_size
     start = time.perf_counter()
     rewards_seen: list[float] = []
-    step = 0
-    for step in range(1, cfg.steps + 1):
+    first = 1
+    if resume is not None:
+        model.load_state_dict(resume.model)
+        optimizer.load_state_dict(resume.optimizer)
+        if ref_model is not None and resume.ref_model is not None:
+            ref_model.load_state_dict(resume.ref_model)
+        sampler.load_state_dict(resume.sampler)
+        restore_rng(resume.rng, engine)
+        start -= resume.elapsed_s
+        rewards_seen = list(resume.rewards_seen)
+        first = resume.step + 1
+    step = first - 1
+    for step in range(first, cfg.steps + 1):
         if time.perf_counter() - start > cfg.max_minutes * 60:
             step -= 1
             break
@@ -241,6 +257,21 @@ def train_grpo(
         if after_step is not None:
             paused = time.perf_counter()
             after_step(step)
+            start += time.perf_counter() - paused
+        if save_state is not None and cfg.save_every and step % cfg.save_every == 0:
+            paused = time.perf_counter()
+            save_state(
+                GRPOState(
+                    step=step,
+                    elapsed_s=paused - start,
+                    rewards_seen=list(rewards_seen),
+                    model=model.state_dict(),
+                    optimizer=optimizer.state_dict(),
+                    sampler=sampler.state_dict(),
+                    rng=capture_rng(engine),
+                    ref_model=ref_model.state_dict() if ref_model is not None else None,
+                )
+            )
             start += time.perf_counter() - paused
     window = max(1, len(rewards_seen) // 5)
     return GRPOResult(

@@ -17,28 +17,32 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import random
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 import torch
 from transformers.utils import logging as hf_logging
 
-from posttrain.config import ConfigError, RunConfig, config_to_yaml
-from posttrain.domains import get_domain, register
+from posttrain.config import ConfigError, RunConfig
+from posttrain.domains import get_domain
 from posttrain.domains.base import Domain
-from posttrain.domains.dataset import DatasetDomain, DatasetError
 from posttrain.engines.hf import HFEngine
 from posttrain.eval.evaluate import EvalResult, compare, evaluate
-from posttrain.eval.results import results_document, save_results
+from posttrain.eval.results import (
+    eval_result_from_document,
+    load_results,
+    results_document,
+    save_results,
+)
 from posttrain.eval.stats import PairedComparison
 from posttrain.models.loading import ModelNotFoundError, Policy, check_model_name
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import replay_references
-from posttrain.store import MetricsLogger, RunDir, TraceStore
+from posttrain.store import MetricsLogger, RunDir, TraceStore, is_complete
 from posttrain.store.metrics import WandbMissing
 from posttrain.train.checkpoint import (
     base_model_record,
@@ -58,10 +62,19 @@ from posttrain.train.mixture import (
     prompt_key,
 )
 from posttrain.train.monitor import TrainingMonitor
+from posttrain.train.recipe_inputs import resolve_domains, split_off
+from posttrain.train.resume import (
+    GRPO_STATE,
+    STAGES,
+    GRPOState,
+    forget_unfinished,
+    load_grpo_state,
+    open_for_resume,
+    save_grpo_state,
+)
 from posttrain.train.sft import train_sft
+from posttrain.train.summary import summary_markdown
 from posttrain.types import Rollout
-
-T = TypeVar("T")
 
 # Pairs (baseline, candidate) compared on the held-out tasks.
 COMPARISONS = [
@@ -107,47 +120,21 @@ class RecipeResult:
     stages: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-def resolve_domains(config: RunConfig) -> list[Domain]:
-    """The mix's domains, after registering the recipe's `datasets` (once per process)."""
-    register_datasets(config)
-    domains = []
-    for name in config.domains:
-        try:
-            domains.append(get_domain(name))
-        except KeyError as exc:
-            raise ConfigError(f"domains: {exc.args[0]}") from None
-    return domains
-
-
-def register_datasets(config: RunConfig) -> None:
-    """Register each of `config.datasets` as a `DatasetDomain`; ConfigError on a bad one.
-    An id already registered by an identical dataset is left alone (a second run in one
-    process); any other clash is an error."""
-    for spec in config.datasets:
-        try:
-            domain = DatasetDomain(
-                spec.id, spec.path, spec.verifier, spec.reward, spec.reward_weights,
-                spec.pass_threshold, heldout_fraction=spec.heldout_fraction,
-                heldout_seed_offset=config.eval.seed_offset,
-            )  # fmt: skip
-        except DatasetError as exc:
-            raise ConfigError(f"datasets: {exc}") from None
-        try:
-            existing = get_domain(spec.id)
-        except KeyError:
-            existing = None
-        if existing is None:
-            try:
-                register(domain)
-            except ValueError as exc:
-                raise ConfigError(f"datasets: {exc}") from None
-        elif not (isinstance(existing, DatasetDomain) and vars(existing) == vars(domain)):
-            raise ConfigError(f"datasets: id {spec.id!r} is already a different domain")
-
-
 def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeResult:
-    """Run every enabled stage of `config`; returns evaluations and paired tests."""
+    """Run every enabled stage of `config`; returns evaluations and paired tests.
+    With `config.resume` set, continue that run under its own saved config instead
+    (finished stages are loaded, GRPO continues from its last full-state save)."""
     report = reporter or QuietReporter()
+    resumed: RunDir | None = None
+    if config.resume is not None:
+        given = {k for k, v in config.model_dump(exclude={"resume"}).items()
+                 if v != RunConfig().model_dump()[k]}  # fmt: skip
+        if given:
+            raise ConfigError(
+                f"resume={config.resume} continues the run under its own config.yaml; "
+                f"drop the other settings ({', '.join(sorted(given))})"
+            )
+        resumed, config = open_for_resume(config.resume)
     domains = resolve_domains(config)
     try:
         mixture = mixture_weights(domains, config.mixture)
@@ -163,9 +150,13 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
             raise ConfigError(f"{field_name}: {path!r} does not exist or is not a file")
     if config.logging.wandb and importlib.util.find_spec("wandb") is None:
         raise ConfigError("logging.wandb=true needs the wandb package: pip install wandb")
-    run = RunDir.create(config.out_dir, config.name)
+    if resumed is not None:
+        run = resumed
+        forget_unfinished(run, STAGES)  # metrics of what the resumed run will redo
+    else:
+        run = RunDir.create(config.out_dir, config.name)
+        run.write_config(config.model_dump(mode="json"))
     hf_logging.disable_progress_bar()  # our own progress bars speak for the stages
-    run.write_config(config.model_dump(mode="json"))
     torch.set_num_threads(config.model.threads)
     torch.manual_seed(config.seed)
     result = RecipeResult(run.path)
@@ -180,7 +171,9 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
         raise ConfigError(str(exc)) from None
     with metrics, TraceStore(run.traces_path) as traces:
         try:
-            _Pipeline(config, domains, run, metrics, traces, report, result, mixture).run()
+            pipeline = _Pipeline(config, domains, run, metrics, traces, report, result, mixture)
+            pipeline.resuming = resumed is not None
+            pipeline.run()
         except DataFileError as exc:
             raise ConfigError(str(exc)) from None
     run.write_summary(summary_markdown(config, result))
@@ -219,15 +212,22 @@ class _Pipeline:
         self.heldout = heldout_tasks(domains, e.tasks_per_domain, e.seed_offset, e.difficulties)
         self.exclude = {prompt_key(t) for t in self.heldout}
         self.monitor = TrainingMonitor(config, run, self.heldout, metrics, report.warn)
+        self.resuming = False  # finished stages and evaluations are loaded, not redone
 
     def run(self) -> None:
         cfg = self.cfg
         self.evaluate("untrained")
         control: ControlArm | None = None
         if cfg.sft.enabled:
-            examples, val = self.sft_data()
-            final_lr = self.stage_sft(examples, val)
-            if cfg.control.enabled and (cfg.dpo.enabled or cfg.grpo.enabled):
+            if self.done("sft"):
+                final_lr = self.restore("sft").get("final_lr", cfg.sft.lr)
+                needs_control = cfg.control.enabled and not self.done("control")
+                examples, val = self.sft_data() if needs_control else ([], [])
+            else:
+                examples, val = self.sft_data()
+                final_lr = self.stage_sft(examples, val)
+            if (cfg.control.enabled and (cfg.dpo.enabled or cfg.grpo.enabled)
+                    and not self.done("control")):  # fmt: skip
                 control = ControlArm.start(
                     self.run_dir.checkpoint_path("sft"),
                     self.run_dir.checkpoint_path("control"),
@@ -239,14 +239,19 @@ class _Pipeline:
                     cfg.model.threads,
                 )
         try:
-            if cfg.dpo.enabled:
-                self.stage_dpo()
-            if cfg.grpo.enabled:
-                self.stage_grpo()
+            for stage, train in (("dpo", self.stage_dpo), ("grpo", self.stage_grpo)):
+                if not getattr(cfg, stage).enabled:
+                    continue
+                if self.done(stage):
+                    self.restore(stage)
+                else:
+                    train()
         finally:
             outcome = control.stop() if control is not None else None
         if outcome is not None:
             self.stage_control(outcome)
+        elif self.done("control"):
+            self.restore("control")
         for base, cand in COMPARISONS:
             if base in self.result.evals and cand in self.result.evals:
                 self.result.comparisons[f"{cand} vs {base}"] = compare(
@@ -291,6 +296,7 @@ class _Pipeline:
                 "val_loss": res.best_val_loss,
                 "steps": res.steps,
                 "stopped_on_plateau": float(res.stop_reason == "plateau"),
+                "final_lr": res.final_lr,
             },
         )
         return res.final_lr
@@ -365,7 +371,10 @@ class _Pipeline:
             log=self.logger("grpo"),
             record=self.record_grpo,
             after_step=self.monitor_grpo,
+            resume=load_grpo_state(self.state_path) if self.resuming else None,
+            save_state=self.save_grpo,
         )
+        shutil.rmtree(self.state_path, ignore_errors=True)  # the stage's checkpoint follows
         seconds = time.perf_counter() - start
         self.finish(
             "grpo",
@@ -394,6 +403,27 @@ class _Pipeline:
 
     def record_grpo(self, rollouts: list[Rollout]) -> None:
         self.traces.record(rollouts, "grpo")
+
+    @property
+    def state_path(self) -> Path:
+        return self.run_dir.checkpoint_path(GRPO_STATE)
+
+    def save_grpo(self, state: GRPOState) -> None:
+        state.extra["trace_high_water_mark"] = self.traces.high_water_mark()
+        save_grpo_state(self.state_path, state)
+
+    def done(self, stage: str) -> bool:
+        """Whether `stage` finished in an earlier life of this run (resume only)."""
+        return self.resuming and is_complete(self.run_dir.checkpoint_path(stage))
+
+    def restore(self, stage: str) -> dict[str, float]:
+        """Take a finished stage's weights and evaluation instead of redoing them."""
+        policy, state = load_checkpoint(self.run_dir.checkpoint_path(stage), restore_rng=False)
+        self.policy.model.load_state_dict(policy.model.state_dict())
+        stats = {k: float(v) for k, v in state.get("stats", {}).items()}
+        self.result.stages[stage] = stats
+        self.evaluate(stage)
+        return stats
 
     def monitor_grpo(self, step: int) -> None:
         if self.monitor.due(step):
@@ -425,6 +455,13 @@ class _Pipeline:
         self.evaluate(stage)
 
     def evaluate(self, label: str) -> EvalResult:
+        saved = self.run_dir.eval_path(label)
+        if self.resuming and saved.is_file():  # evaluated in an earlier life of the run
+            res = eval_result_from_document(load_results(saved))
+            self.report.stage(f"eval: {label} (saved)", 1)
+            self.result.evals[label] = res
+            self.report.evaluated(res)
+            return res
         self.report.stage(f"eval: {label}", 1)
         res = evaluate(
             label,
@@ -452,48 +489,3 @@ class _Pipeline:
         self.result.evals[label] = res
         self.report.evaluated(res)
         return res
-
-
-def split_off(items: list[T], held_out: int, seed: int) -> tuple[list[T], list[T]]:
-    """A seeded shuffle of `items` split into (train, validation): at most `held_out`
-    and at most a fifth of them for validation, at least one left to train on."""
-    order = list(items)
-    random.Random(seed).shuffle(order)
-    k = min(held_out, len(order) // 5)
-    return order[k:], order[:k]
-
-
-def summary_markdown(config: RunConfig, result: RecipeResult) -> str:
-    lines = [
-        f"# Run {result.run_dir.name}",
-        "",
-        f"Model: `{config.model.name}`; domains: " + ", ".join(f"`{d}`" for d in config.domains),
-        "",
-        "## Held-out completion (greedy; Wilson 95% intervals)",
-        "",
-    ]
-    labels = list(result.evals)
-    domains = list(next(iter(result.evals.values())).per_domain) if result.evals else []
-    lines.append("| checkpoint | " + " | ".join(domains) + " | all |")
-    lines.append("|---" * (len(domains) + 2) + "|")
-    for label in labels:
-        ev = result.evals[label]
-        cells = [str(ev.per_domain[d].completed) for d in domains]
-        lines.append(f"| {label} | " + " | ".join(cells) + f" | {ev.overall} |")
-    lines += [
-        "",
-        "## Paired tests (exact McNemar)",
-        "",
-        "| comparison | a | b | only a | only b | p |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, cmp in result.comparisons.items():
-        lines.append(
-            f"| {name} | {cmp.a_rate:.3f} | {cmp.b_rate:.3f} | {cmp.only_a} | {cmp.only_b} "
-            f"| {cmp.p_value:.2g} |"
-        )
-    lines += ["", "## Stages", ""]
-    for stage, stats in result.stages.items():
-        lines.append(f"- **{stage}**: " + ", ".join(f"{k}={v:.4g}" for k, v in stats.items()))
-    lines += ["", "## Config", "", "```yaml", config_to_yaml(config).rstrip(), "```", ""]
-    return "\n".join(lines)

@@ -1,0 +1,68 @@
+"""What a recipe trains on: its domain mix (with the users' dataset domains registered)
+and the train / validation split of the users' data files.
+
+    domains = resolve_domains(config)      # ConfigError naming an unknown domain id
+    train, val = split_off(items, 16, seed=0)
+
+Not guaranteed: dataset domains are registered process-wide; a second recipe in the
+same process that gives an existing id a different dataset is refused, never replaced.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TypeVar
+
+from posttrain.config import ConfigError, RunConfig
+from posttrain.domains import get_domain, register
+from posttrain.domains.base import Domain
+from posttrain.domains.dataset import DatasetDomain, DatasetError
+
+T = TypeVar("T")
+
+
+def resolve_domains(config: RunConfig) -> list[Domain]:
+    """The mix's domains, after registering the recipe's `datasets` (once per process)."""
+    register_datasets(config)
+    domains = []
+    for name in config.domains:
+        try:
+            domains.append(get_domain(name))
+        except KeyError as exc:
+            raise ConfigError(f"domains: {exc.args[0]}") from None
+    return domains
+
+
+def register_datasets(config: RunConfig) -> None:
+    """Register each of `config.datasets` as a `DatasetDomain`; ConfigError on a bad one.
+    An id already registered by an identical dataset is left alone (a second run in one
+    process); any other clash is an error."""
+    for spec in config.datasets:
+        try:
+            domain = DatasetDomain(
+                spec.id, spec.path, spec.verifier, spec.reward, spec.reward_weights,
+                spec.pass_threshold, heldout_fraction=spec.heldout_fraction,
+                heldout_seed_offset=config.eval.seed_offset,
+            )  # fmt: skip
+        except DatasetError as exc:
+            raise ConfigError(f"datasets: {exc}") from None
+        try:
+            existing = get_domain(spec.id)
+        except KeyError:
+            existing = None
+        if existing is None:
+            try:
+                register(domain)
+            except ValueError as exc:
+                raise ConfigError(f"datasets: {exc}") from None
+        elif not (isinstance(existing, DatasetDomain) and vars(existing) == vars(domain)):
+            raise ConfigError(f"datasets: id {spec.id!r} is already a different domain")
+
+
+def split_off(items: list[T], held_out: int, seed: int) -> tuple[list[T], list[T]]:
+    """A seeded shuffle of `items` split into (train, validation): at most `held_out`
+    and at most a fifth of them for validation, at least one left to train on."""
+    order = list(items)
+    random.Random(seed).shuffle(order)
+    k = min(held_out, len(order) // 5)
+    return order[k:], order[:k]

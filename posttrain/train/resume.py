@@ -1,0 +1,162 @@
+"""GRPO's full training state, saved every `grpo.save_every` steps so a run killed
+mid-stage (`kill -9` included) continues exactly where the last save left it.
+
+    save_grpo_state(run.checkpoint_path("grpo-state"), state)     # atomic directory
+    state = load_grpo_state(run.checkpoint_path("grpo-state"))    # None when absent
+
+    posttrain run resume=runs/20261201-003956                     # the whole run
+
+`posttrain run resume=RUN` continues a run under its own `config.yaml`: stages whose
+checkpoint is complete are loaded (weights and evaluation), not redone; GRPO goes on
+from its last state; a stage that had not finished starts again from the previous
+stage's checkpoint, and its metrics from the lost attempt are dropped
+(`forget_unfinished`).
+
+What a state holds: the step, the stage's elapsed seconds (so `grpo.max_minutes`
+keeps counting), the rewards seen (for the stage summary), the model weights, the
+optimizer (AdamW moments and step counts), the KL reference's weights when there is
+one, the task sampler (its RNG, seed cursor, curriculum pass rates and length
+window: `TaskSampler.state_dict`), every RNG the step draws from (torch's global
+generator, Python's `random`, the engine's sampling generator) and the trace store's
+high-water mark at the save. The directory is written with `store.atomic`: a crash
+mid-save leaves the previous state as it was.
+
+Not guaranteed: exactness needs the same code, config, thread count and machine
+class (float reductions differ across CPUs). Metrics logged after the last save are
+dropped on resume and logged again by the replayed steps; their rollouts stay in the
+trace store (marked with their policy version) beside the replayed ones. The alert
+monitor's history windows start empty after a resume. The control arm is not
+resumable: when it had not finished, a fresh one starts from the SFT checkpoint and
+trains for the resumed part's wall-clock only, so the two arms no longer had equal
+time (`summary.md` keeps its step count).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from posttrain.store.atomic import atomic_directory, atomic_write_text, is_complete
+from posttrain.store.metrics import read_metrics
+from posttrain.store.run_dir import RunDir, RunDirError
+
+if TYPE_CHECKING:
+    from posttrain.config import RunConfig
+
+STATE_JSON = "state.json"
+TENSORS = "tensors.pt"
+GRPO_STATE = "grpo-state"  # checkpoints/grpo-state/
+STAGES = ("sft", "dpo", "grpo", "control")
+
+
+@dataclass
+class GRPOState:
+    step: int
+    elapsed_s: float
+    rewards_seen: list[float]
+    model: dict[str, torch.Tensor]
+    optimizer: dict[str, Any]
+    sampler: dict[str, Any]
+    rng: dict[str, Any]
+    ref_model: dict[str, torch.Tensor] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # the recipe's: trace high-water mark
+
+
+def capture_rng(engine: Any) -> dict[str, Any]:
+    generator = getattr(engine, "generator", None)
+    return {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "engine": generator.get_state() if isinstance(generator, torch.Generator) else None,
+    }
+
+
+def restore_rng(rng: dict[str, Any], engine: Any) -> None:
+    torch.set_rng_state(rng["torch"])
+    random.setstate(rng["python"])
+    generator = getattr(engine, "generator", None)
+    if rng.get("engine") is not None and isinstance(generator, torch.Generator):
+        generator.set_state(rng["engine"])
+
+
+def save_grpo_state(path: Path, state: GRPOState) -> Path:
+    with atomic_directory(path) as tmp:
+        meta = {"step": state.step, "elapsed_s": state.elapsed_s,
+                "rewards_seen": state.rewards_seen, "sampler": state.sampler,
+                "extra": state.extra}  # fmt: skip
+        (tmp / STATE_JSON).write_text(json.dumps(meta, indent=1))
+        tensors = {"model": state.model, "optimizer": state.optimizer, "rng": state.rng,
+                   "ref_model": state.ref_model}  # fmt: skip
+        torch.save(tensors, tmp / TENSORS)
+    return path
+
+
+def load_grpo_state(path: Path) -> GRPOState | None:
+    """The state saved at `path`, or None when no complete state is there."""
+    if not is_complete(path):
+        return None
+    meta = json.loads((path / STATE_JSON).read_text())
+    # weights_only=False: the RNG states are Python tuples; the file is our own.
+    tensors = torch.load(path / TENSORS, weights_only=False)
+    return GRPOState(
+        step=int(meta["step"]),
+        elapsed_s=float(meta["elapsed_s"]),
+        rewards_seen=[float(x) for x in meta["rewards_seen"]],
+        model=tensors["model"],
+        optimizer=tensors["optimizer"],
+        sampler=meta["sampler"],
+        rng=tensors["rng"],
+        ref_model=tensors["ref_model"],
+        extra=dict(meta.get("extra", {})),
+    )
+
+
+def open_for_resume(path: str | Path) -> tuple[RunDir, RunConfig]:
+    """The run directory and its own saved config (ConfigError when either is unusable)."""
+    from posttrain.config import ConfigError, load_config
+
+    try:
+        run = RunDir.open(path)
+    except RunDirError as exc:
+        raise ConfigError(f"resume: {exc}") from None
+    if not run.config_path.is_file():
+        raise ConfigError(f"resume: {run.path} has no config.yaml; is it a run directory?")
+    config = load_config(run.config_path)
+    return run, config.model_copy(update={"resume": None})
+
+
+def forget_unfinished(run: RunDir, stages: tuple[str, ...]) -> int:
+    """Drop from `metrics.jsonl` what a resume redoes: rows of training stages without
+    a complete checkpoint (GRPO's only after its saved state's step), held-out monitor
+    rows after that step, and evaluation rows without a results file. Returns the
+    number of rows dropped; the file is rewritten atomically."""
+    if not run.metrics_path.is_file():
+        return 0
+    state_step = 0
+    state_json = run.checkpoint_path(GRPO_STATE) / STATE_JSON
+    if is_complete(run.checkpoint_path(GRPO_STATE)):
+        state_step = int(json.loads(state_json.read_text())["step"])
+    unfinished = {s for s in stages if not is_complete(run.checkpoint_path(s))}
+    kept, dropped = [], 0
+    for row in read_metrics(run.metrics_path):
+        stage, step = row.get("stage", ""), int(row.get("step", 0))
+        if stage == "grpo" and "grpo" in unfinished:
+            lost = step > state_step
+        elif stage == "heldout":
+            lost = "grpo" in unfinished and step > state_step
+        elif stage.startswith("eval/"):
+            lost = not run.eval_path(stage.split("/", 1)[1]).is_file()
+        else:
+            lost = stage in unfinished
+        if lost:
+            dropped += 1
+        else:
+            kept.append(json.dumps(row, allow_nan=False))
+    if dropped:
+        atomic_write_text(run.metrics_path, "".join(line + "\n" for line in kept))
+    return dropped

@@ -1,0 +1,96 @@
+"""Full-state resume: a run killed with SIGKILL mid-GRPO and resumed gives the same
+per-step losses as the same run uninterrupted; finished stages are loaded, not redone."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from posttrain.store import COMPLETE_MARKER
+from posttrain.store.metrics import read_metrics
+
+POSTTRAIN = str(Path(sys.executable).with_name("posttrain"))
+SETTINGS = [
+    "sft.max_steps=20", "sft.num_examples=64", "sft.eval_every=10", "sft.val_examples=16",
+    "dpo.enabled=false", "control.enabled=false", "grpo.steps=8", "grpo.batch_size=16",
+    "grpo.group_size=4", "grpo.minibatch_size=8", "grpo.save_every=3", "grpo.max_minutes=30",
+    "eval.tasks_per_domain=4", "eval.every_steps=4", "eval.monitor_per_domain=2",
+    "max_new_tokens=24",
+]  # fmt: skip
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([POSTTRAIN, "run", *args], capture_output=True, text=True,
+                          timeout=600, cwd=cwd, env=ENV)  # fmt: skip
+
+
+def _grpo_rows(run: Path) -> list[tuple[int, float, float]]:
+    rows = [r for r in read_metrics(run / "metrics.jsonl") if r["stage"] == "grpo"]
+    return [(r["step"], r["values"]["loss"], r["values"]["reward"]) for r in rows]
+
+
+def _kill_when_grpo_reaches(proc: subprocess.Popen[str], metrics: Path, step: int) -> None:
+    deadline = time.monotonic() + 540
+    while time.monotonic() < deadline and proc.poll() is None:
+        if metrics.is_file() and any(
+            r["stage"] == "grpo" and r["step"] >= step for r in read_metrics(metrics)
+        ):
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the run never reached GRPO step {step} (exit code {proc.poll()})")
+
+
+@pytest.mark.slow  # three runs, about 90 s
+def test_a_run_killed_mid_grpo_and_resumed_matches_the_uninterrupted_run(tmp_path: Path) -> None:
+    straight = _run(f"out_dir={tmp_path}", "name=straight", *SETTINGS, cwd=tmp_path)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen([POSTTRAIN, "run", f"out_dir={tmp_path}", "name=killed", *SETTINGS],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+                            cwd=tmp_path, env=ENV)  # fmt: skip
+    _kill_when_grpo_reaches(proc, killed / "metrics.jsonl", 4)
+    assert proc.returncode == -signal.SIGKILL
+    assert (killed / "checkpoints" / "sft" / COMPLETE_MARKER).is_file()
+    assert not (killed / "checkpoints" / "grpo" / COMPLETE_MARKER).exists()
+    saved = json.loads((killed / "checkpoints" / "grpo-state" / "state.json").read_text())
+    assert saved["step"] in (3, 6) and saved["extra"]["trace_high_water_mark"] > 0
+
+    resumed = _run(f"resume={killed}", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    expected = _grpo_rows(tmp_path / "straight")
+    got = _grpo_rows(killed)
+    assert [s for s, _, _ in got] == list(range(1, 9))  # lost steps were dropped, then redone
+    for (step, loss, reward), (_, loss2, reward2) in zip(expected, got, strict=True):
+        assert reward2 == reward, step
+        assert abs(loss2 - loss) <= 1e-6, (step, loss, loss2)
+    for name in ("sft", "grpo"):
+        assert (killed / "evals" / f"{name}.json").is_file()
+    assert not (killed / "checkpoints" / "grpo-state").exists()  # removed once GRPO finished
+    straight_grpo = json.loads((tmp_path / "straight" / "evals" / "grpo.json").read_text())
+    resumed_grpo = json.loads((killed / "evals" / "grpo.json").read_text())
+    assert [t["passed"] for t in resumed_grpo["tasks"]] == [
+        t["passed"] for t in straight_grpo["tasks"]
+    ]
+
+
+def test_resume_with_other_settings_is_refused(tmp_path: Path) -> None:
+    result = _run(f"resume={tmp_path}", "grpo.steps=3", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "continues the run under its own config.yaml" in result.stderr
+    assert "grpo" in result.stderr
+
+
+def test_resume_of_a_missing_run_is_a_clear_error(tmp_path: Path) -> None:
+    result = _run(f"resume={tmp_path / 'nope'}", cwd=tmp_path)
+    assert result.returncode == 2 and "does not exist" in result.stderr
