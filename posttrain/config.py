@@ -267,6 +267,42 @@ class DatasetConfig(_Strict):
         return self
 
 
+class TrainConfig(_Strict):
+    """Where and how the trainers run (`posttrain.train.distributed`, docs/distributed.md)."""
+
+    device: Literal["cpu", "cuda", "auto"] = Field(
+        "cpu", description="cpu, cuda (one GPU per rank), or auto (cuda when available)"
+    )
+    precision: Literal["fp32", "bf16"] = Field(
+        "fp32", description="bf16: bf16 compute with fp32 weights and optimizer state"
+    )
+    grad_checkpointing: bool = Field(False, description="recompute activations in backward")
+    compile: bool = Field(False, description="torch.compile the model (needs a C++ compiler)")
+    strategy: Literal["none", "ddp", "fsdp"] = Field(
+        "none", description="data parallelism across torchrun ranks: DDP or FSDP2 sharding"
+    )
+
+
+def check_machine(train: TrainConfig) -> None:
+    """What only the machine can refuse, checked when a run starts (a recipe for GPUs
+    still validates on a laptop): CUDA asked for and absent, bf16 on a CPU without
+    native bf16 instructions (it would be slower than fp32). ConfigError saying why."""
+    if train.precision != "bf16" and train.device != "cuda":
+        return
+    import torch  # only here: config stays importable without loading torch
+
+    cuda = torch.cuda.is_available()
+    if train.device == "cuda" and not cuda:
+        raise ConfigError("train.device='cuda' but torch sees no CUDA device here")
+    fast_bf16 = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+    if train.precision == "bf16" and not (cuda and train.device != "cpu") and not fast_bf16:
+        raise ConfigError(
+            "train.precision='bf16' on this CPU would be slower than fp32: it has no native "
+            "bf16 instructions (AVX512-BF16 or AMX; torch reports "
+            f"{torch.backends.cpu.get_cpu_capability()}); use fp32, or a GPU"
+        )
+
+
 class RunConfig(_Strict):
     name: str | None = Field(None, description="run directory name (default: a timestamp)")
     resume: str | None = Field(
@@ -301,6 +337,7 @@ class RunConfig(_Strict):
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig())
     alerts: AlertsConfig = Field(default_factory=lambda: AlertsConfig())
     logging: LoggingConfig = Field(default_factory=lambda: LoggingConfig())
+    train: TrainConfig = Field(default_factory=lambda: TrainConfig())
 
     @model_validator(mode="after")
     def _combinations(self) -> RunConfig:

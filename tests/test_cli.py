@@ -259,6 +259,15 @@ def test_an_invalid_mixture_exits_2_before_training(run_in_process: Invoke, tmp_
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_distributed_strategy_in_the_recipe_exits_2_naming_what_to_do(
+    run_in_process: Invoke, tmp_path: Path
+) -> None:
+    result = run_in_process("train.strategy=ddp", f"out_dir={tmp_path / 'runs'}")
+    assert result.exit_code == 2, result.output
+    assert "train.strategy=ddp" in result.output and "torchrun" in result.output
+    assert not (tmp_path / "runs").exists()
+
+
 def test_wandb_logging_without_wandb_installed_exits_2_before_training(
     run_in_process: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

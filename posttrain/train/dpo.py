@@ -7,6 +7,14 @@ passed give no pair. Training: the standard DPO loss against the frozen starting
 policy, optionally plus an NLL term on the chosen answer (`sft_weight`, as in RPO).
 Preference accuracy — the share of held-out pairs whose chosen answer the policy
 finds more likely than the rejected one — is measured before and after.
+
+Data parallel (`posttrain.train.distributed`, under torchrun): every rank shuffles
+the same pair order, takes its share of each batch and scales its loss so that the
+averaged gradient is the single-process one; logged metrics are reduced across
+ranks and only rank 0 calls `log`.
+
+Not guaranteed: under data parallelism every rank still computes the reference
+logprobs and the preference accuracy over all pairs (the same work on each rank).
 """
 
 from __future__ import annotations
@@ -26,6 +34,13 @@ from posttrain.engines.base import Engine, SamplingParams
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import replay_references, run_episodes
 from posttrain.train.batches import batch_logprobs, pack, sequence_logprob_sums
+from posttrain.train.distributed import (
+    all_reduce_sum,
+    any_rank,
+    local_share,
+    main_only,
+    world_size,
+)
 from posttrain.train.losses import dpo_loss
 from posttrain.types import Rollout, Task
 
@@ -99,6 +114,7 @@ def train_dpo(
     log: LogFn | None = None,
 ) -> DPOResult:
     start = time.perf_counter()
+    log = main_only(log)
     model.eval()
     before = preference_accuracy(model, val_pairs, pad_id)
     if not pairs:
@@ -119,9 +135,11 @@ def train_dpo(
         order = list(range(len(pairs)))
         rng.shuffle(order)
         for i in range(0, len(order), cfg.batch_size):
-            if time.perf_counter() - start > cfg.max_minutes * 60:
+            if any_rank(time.perf_counter() - start > cfg.max_minutes * 60):
                 break
-            idx = order[i : i + cfg.batch_size]
+            # This rank's share; `weight` 0 marks a stand-in pair when there are too few.
+            idx, weight = local_share(order[i : i + cfg.batch_size])
+            share = weight * len(idx) / len(order[i : i + cfg.batch_size])
             batch = pack([pairs[j].chosen for j in idx] + [pairs[j].rejected for j in idx], pad_id)
             logprobs = batch_logprobs(model, batch)  # [2b, T-1]
             sums = (logprobs * batch.loss_mask).sum(-1)  # [2b]
@@ -138,23 +156,29 @@ def train_dpo(
                 chosen_tokens=tokens[:b],
                 rejected_tokens=tokens[b:],
             )
+            loss = loss * share  # this rank's part of the global batch mean
             if cfg.sft_weight > 0:
                 chosen_mask = batch.loss_mask[:b]
-                nll = -(logprobs[:b] * chosen_mask).sum() / chosen_mask.sum().clamp(min=1.0)
-                loss = loss + cfg.sft_weight * nll
+                (chosen_tokens,) = all_reduce_sum([weight * float(chosen_mask.sum())])
+                nll = -(logprobs[:b] * chosen_mask).sum() / max(chosen_tokens, 1.0)
+                loss = loss + cfg.sft_weight * weight * nll
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            (loss * world_size()).backward()  # DDP and FSDP average the ranks' gradients
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             step += 1
+            total, margins, right, count = all_reduce_sum(
+                [
+                    float(loss.detach()),
+                    weight * float(margin.sum()),
+                    weight * float((margin > 0).sum()),
+                    weight * b,
+                ]
+            )
             if log is not None:
                 log(
                     step,
-                    {
-                        "loss": float(loss.detach()),
-                        "margin": float(margin.mean()),
-                        "reward_accuracy": float((margin > 0).float().mean()),
-                    },
+                    {"loss": total, "margin": margins / count, "reward_accuracy": right / count},
                 )
     model.eval()
     after = preference_accuracy(model, val_pairs, pad_id)

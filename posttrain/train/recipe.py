@@ -27,7 +27,7 @@ from typing import Protocol
 import torch
 from transformers.utils import logging as hf_logging
 
-from posttrain.config import ConfigError, RunConfig
+from posttrain.config import ConfigError, RunConfig, check_machine
 from posttrain.domains import get_domain
 from posttrain.domains.base import Domain
 from posttrain.engines.hf import HFEngine
@@ -135,6 +135,13 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
                 f"drop the other settings ({', '.join(sorted(given))})"
             )
         resumed, config = open_for_resume(config.resume)
+    check_machine(config.train)
+    if config.train.strategy != "none":
+        raise ConfigError(
+            f"train.strategy={config.train.strategy}: the trainers run under torchrun "
+            "(posttrain.train.distributed, docs/distributed.md) but the recipe does not "
+            "launch them yet; run it with train.strategy=none"
+        )
     domains = resolve_domains(config)
     try:
         mixture = mixture_weights(domains, config.mixture)

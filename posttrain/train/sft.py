@@ -11,6 +11,17 @@ loss is checked every `eval_every` steps; after `patience` checks without
 improvement the stage stops and the best weights are restored.
 `stop_on_plateau=False` turns the rule off: the control arm trains until
 `should_stop()` says so instead, at the `constant_lr` that SFT ended with.
+
+Data parallel (`posttrain.train.distributed`, under torchrun): every rank draws the
+same global batch order from `seed`, takes its share of each batch and scales its
+loss so that the averaged gradient is the single-process one; losses and stop
+decisions are reduced across ranks and only rank 0 calls `log`. `on_step` gets an
+`SFTLoop` and the optimizer after every step (to checkpoint); `resume=` with a
+restored `optimizer=` continues such a run where it stopped.
+
+Not guaranteed: a resumed run does not bring back the plateau rule's best weights
+(it keeps its best validation loss); with several ranks `batch_size` must be a
+multiple of the world size.
 """
 
 from __future__ import annotations
@@ -18,13 +29,23 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import torch
 from transformers import PreTrainedModel
 
 from posttrain.config import SFTConfig
 from posttrain.train.batches import batch_logprobs, pack
+from posttrain.train.distributed import (
+    DistributedError,
+    all_reduce_sum,
+    any_rank,
+    gradient_sync,
+    local_share,
+    main_only,
+    world_size,
+)
 from posttrain.types import Rollout
 
 LogFn = Callable[[int, dict[str, float]], None]
@@ -40,19 +61,56 @@ class SFTResult:
     final_lr: float
 
 
+@dataclass
+class SFTLoop:
+    """Where an SFT run stands between steps: all a resume needs besides the weights
+    and the optimizer. JSON-friendly through `to_dict` / `from_dict`."""
+
+    step: int = 0
+    order: list[int] = field(default_factory=list)  # the epoch's examples not yet drawn
+    rng_state: Any = None  # random.Random.getstate() of the data order
+    loss_ema: float = float("nan")
+    best_val: float = float("inf")
+    bad_checks: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SFTLoop:
+        loop = cls(**data)
+        if loop.rng_state is not None:  # JSON turned getstate()'s tuples into lists
+            version, internal, gauss = loop.rng_state
+            loop.rng_state = (version, tuple(internal), gauss)
+        return loop
+
+
+def sft_optimizer(model: torch.nn.Module, cfg: SFTConfig) -> torch.optim.Optimizer:
+    """The optimizer `train_sft` makes; build it yourself to restore its state first."""
+    return torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad],
+        lr=cfg.lr,
+        betas=(0.9, 0.95),
+        weight_decay=cfg.weight_decay,
+    )
+
+
 def validation_loss(
     model: PreTrainedModel, examples: Sequence[Rollout], pad_id: int, chunk: int = 128
 ) -> float:
+    """Token-mean NLL over `examples` (each rank scores its share of every chunk)."""
     total, count = 0.0, 0.0
     was_training = model.training
     model.eval()
     with torch.no_grad():
         for i in range(0, len(examples), chunk):
-            batch = pack(examples[i : i + chunk], pad_id)
+            part, weight = local_share(examples[i : i + chunk])
+            batch = pack(part, pad_id)
             lp = batch_logprobs(model, batch)
-            total += float(-(lp * batch.loss_mask).sum())
-            count += float(batch.loss_mask.sum())
+            total += weight * float(-(lp * batch.loss_mask).sum())
+            count += weight * float(batch.loss_mask.sum())
     model.train(was_training)
+    total, count = all_reduce_sum([total, count])
     return total / max(count, 1.0)
 
 
@@ -68,25 +126,31 @@ def train_sft(
     log: LogFn | None = None,
     should_stop: Callable[[], bool] | None = None,
     constant_lr: float | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+    resume: SFTLoop | None = None,
+    on_step: Callable[[SFTLoop, torch.optim.Optimizer], None] | None = None,
 ) -> SFTResult:
     if not examples:
         raise ValueError("SFT needs at least one example")
+    if cfg.batch_size % world_size():
+        raise DistributedError(
+            f"sft.batch_size={cfg.batch_size} is not a multiple of the {world_size()} ranks"
+        )
+    log = main_only(log)
     budget = max_seconds if max_seconds is not None else cfg.max_minutes * 60
-    optimizer = torch.optim.AdamW(
-        [p for p in model.parameters() if p.requires_grad],
-        lr=cfg.lr,
-        betas=(0.9, 0.95),
-        weight_decay=cfg.weight_decay,
-    )
+    optimizer = optimizer if optimizer is not None else sft_optimizer(model, cfg)
     rng = random.Random(seed)
-    order: list[int] = []
-    best_val, best_state, bad_checks = float("inf"), None, 0
+    loop = resume if resume is not None else SFTLoop()
+    if loop.rng_state is not None:
+        rng.setstate(loop.rng_state)
+    order, step, loss_ema = list(loop.order), loop.step, loop.loss_ema
+    best_val, best_state, bad_checks = loop.best_val, None, loop.bad_checks
     start = time.perf_counter()
-    step, loss_ema, stop_reason, lr = 0, float("nan"), "max_steps", cfg.lr
+    stop_reason, lr = "max_steps", cfg.lr
     model.train()
     while step < cfg.max_steps:
         elapsed = time.perf_counter() - start
-        if elapsed >= budget or (should_stop is not None and should_stop()):
+        if any_rank(elapsed >= budget or (should_stop is not None and should_stop())):
             stop_reason = "time"
             break
         progress = step / cfg.max_steps  # by steps only, so a run does not depend on timing
@@ -104,7 +168,7 @@ def train_sft(
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         step += 1
-        value = float(loss)
+        value = all_reduce_sum([float(loss)])[0]
         loss_ema = value if loss_ema != loss_ema else 0.9 * loss_ema + 0.1 * value
         if step % cfg.eval_every == 0 or step == cfg.max_steps:
             stats = {"loss": loss_ema, "lr": lr}
@@ -122,6 +186,9 @@ def train_sft(
             if stop_on_plateau and bad_checks >= cfg.patience:
                 stop_reason = "plateau"
                 break
+        if on_step is not None:
+            state = SFTLoop(step, list(order), rng.getstate(), loss_ema, best_val, bad_checks)
+            on_step(state, optimizer)
     if stop_on_plateau and val_examples and stop_reason != "plateau":
         # Stopped by a budget: the last steps may be the best ones; check before restoring.
         val = validation_loss(model, val_examples, pad_id)
@@ -147,14 +214,23 @@ def _accumulate(
     The batch keeps its random mix of domains (one optimizer step sees them all),
     while each micro-batch holds similar lengths and so pads little. Returns the
     batch loss (detached), equal to the loss of one full-batch forward.
+
+    Under data parallelism `batch` is the global batch: this rank takes every
+    world-th sequence by length, scales its loss by the world size (DDP and FSDP
+    average gradients) and returns its part of the loss; only the last micro-batch's
+    backward all-reduces.
     """
     ordered = sorted(batch, key=lambda r: len(r.prompt_ids) + len(r.completion_ids))
     tokens = float(sum(sum(r.loss_mask) for r in batch)) or 1.0
+    ordered, _ = local_share(ordered)  # never empty: batch_size is a multiple of the world
+    scale = float(world_size())
     size = -(-len(ordered) // micro)
+    starts = range(0, len(ordered), size)
     total = torch.zeros(())
-    for i in range(0, len(ordered), size):
+    for i in starts:
         part = pack(ordered[i : i + size], pad_id)
         nll = -(batch_logprobs(model, part) * part.loss_mask).sum() / tokens
-        nll.backward()
-        total += nll.detach()
+        with gradient_sync(model, enabled=i == starts[-1]):
+            (nll * scale).backward()
+        total += nll.detach().float().cpu()
     return total
