@@ -255,3 +255,17 @@ def test_the_length_ramp_rises_to_10_by_80_percent_of_the_stage() -> None:
     assert ramp_ceiling(cfg, 2, 240.0) == 7  # or by minutes, whichever is further
     assert ramp_ceiling(cfg, 81, 0.0) == 10
     assert ramp_ceiling(cfg, 100, 599.0) == 10
+
+
+# The first five losses of a fixed-seed tiny GRPO run on scripted samples (yes/no/no/yes
+# per group, so every group has reward spread). Scripted rollouts keep sampling out of
+# it: only the model's forward and AdamW decide these numbers. A change to them is a
+# change to the loss, the advantages, the aggregation or the optimizer: say why.
+GOLDEN_LOSSES = [0.29123253, 0.28902762, 0.28651384, 0.28330575, 0.27902742]
+
+
+def test_a_fixed_seed_run_reproduces_its_first_five_losses(tiny_model: Any, tokenizer: Any) -> None:
+    cfg = GRPOConfig(steps=5, batch_size=8, group_size=4, minibatch_size=4, epochs=2, lr=1e-3)
+    logged = run_grpo(tiny_model, tokenizer, ["yes", "no", "no", "yes"], cfg)
+    losses = [v["loss"] for v in logged]
+    assert losses == pytest.approx(GOLDEN_LOSSES, rel=1e-4, abs=1e-6)
