@@ -228,6 +228,7 @@ def test_an_unknown_target_module_is_refused_naming_it_and_the_models_linear_lay
     assert "down_proj, gate_proj, k_proj, lm_head, o_proj, q_proj, up_proj, v_proj" in message
 
 
+@pytest.mark.slow  # a whole recipe run, about 16 s
 def test_a_smoke_recipe_with_lora_ends_in_a_plain_grpo_checkpoint(tmp_path: Path) -> None:
     from safetensors import safe_open
     from transformers import AutoModelForCausalLM

@@ -92,6 +92,7 @@ def test_ddp_sft_matches_the_single_process_loss_curve(
     )
 
 
+@pytest.mark.slow  # torchrun jobs; make test keeps the DDP job
 def test_fsdp_sft_matches_the_single_process_loss_curve(
     single: dict[str, Any], fsdp_job: dict[str, Any]
 ) -> None:
@@ -111,6 +112,7 @@ def test_ddp_dpo_matches_the_single_process_loss_curve(
         )
 
 
+@pytest.mark.slow  # torchrun jobs; make test keeps the DDP job
 def test_a_two_rank_fsdp_checkpoint_resumes_on_one_rank(
     single: dict[str, Any], fsdp_job: dict[str, Any]
 ) -> None:
@@ -123,6 +125,7 @@ def test_a_two_rank_fsdp_checkpoint_resumes_on_one_rank(
     same_weights(resumed["state"], single["sft_state"])
 
 
+@pytest.mark.slow  # torchrun jobs; make test keeps the DDP job
 def test_a_one_rank_checkpoint_resumes_on_two_ranks(single: dict[str, Any], tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
@@ -137,6 +140,7 @@ def test_a_one_rank_checkpoint_resumes_on_two_ranks(single: dict[str, Any], tmp_
     same_weights(model.state_dict(), single["sft_state"])
 
 
+@pytest.mark.slow  # torchrun jobs; make test keeps the DDP job
 def test_the_merged_model_dir_loads_with_plain_transformers(
     single: dict[str, Any], fsdp_job: dict[str, Any]
 ) -> None:
@@ -153,6 +157,7 @@ def test_only_rank_zero_writes_files(ddp_job: dict[str, Any]) -> None:
     assert "metrics.json" in ddp_job["writes"][0]
 
 
+@pytest.mark.slow  # torchrun jobs; make test keeps the DDP job
 def test_under_fsdp_rank_one_writes_only_its_checkpoint_shard(fsdp_job: dict[str, Any]) -> None:
     ours = fsdp_job["writes"][1]
     assert ours, "rank 1 holds a shard of the weights and must write it"
@@ -160,6 +165,7 @@ def test_under_fsdp_rank_one_writes_only_its_checkpoint_shard(fsdp_job: dict[str
     assert any(p.endswith(".distcp") for p in ours)
 
 
+@pytest.mark.slow  # torchrun jobs; make test keeps the DDP job
 def test_a_killed_rank_fails_the_job_with_its_rank_named(tmp_path: Path) -> None:
     start = time.perf_counter()
     with pytest.raises(RankFailedError, match=r"rank 1 failed \(signal SIGKILL\)"):
@@ -192,6 +198,7 @@ def test_the_train_block_defaults_to_one_cpu_process_in_fp32() -> None:
     assert (train.device, train.precision, train.strategy) == ("cpu", "fp32", "none")
 
 
+@pytest.mark.slow  # torchrun jobs; make test keeps the DDP job
 def test_the_gpu_bench_dry_run_prints_one_json_line() -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "gpu.py"), "--dry-run"],
