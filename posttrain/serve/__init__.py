@@ -1,4 +1,6 @@
-"""Serving a checkpoint over an OpenAI-compatible HTTP API, and finding the checkpoint.
+"""Serving: a checkpoint over an OpenAI-compatible HTTP API (`serve.app`), finding the
+checkpoint a path names (`resolve_checkpoint`), and the read-only trace viewer pages
+(`serve.viewer`).
 
     from posttrain.serve import resolve_checkpoint
     resolve_checkpoint("runs/20260509-142301")   # -> runs/.../checkpoints/grpo
