@@ -27,7 +27,7 @@ in-process engine would, and `token_ids` lack the end-of-turn token. Stop string
 are cut from the text by OpenAI servers (an in-process HFEngine keeps them). Tool
 messages are sent as `{"role": "tool", "content", "name"}` without a
 `tool_call_id`, which posttrain's server accepts and OpenAI's own API does not.
-`update_weights` is refused: the weights live on the server.
+`update_weights` raises `RemoteWeightsError`: the weights live on the server.
 """
 
 from __future__ import annotations
@@ -48,6 +48,10 @@ from posttrain.types import FinishReason
 
 class EndpointError(RuntimeError):
     """The server cannot be reached, refuses us, or does not serve the model; one line."""
+
+
+class RemoteWeightsError(RuntimeError):
+    """Weights were handed to a remote engine; they live on the server, not here."""
 
 
 def parse_openai_spec(spec: str) -> tuple[str, str | None]:
@@ -123,7 +127,7 @@ class OpenAIEngine:
         return list(self._pool.map(self._complete, requests))
 
     def update_weights(self, state_dict: dict[str, torch.Tensor]) -> None:
-        raise NotImplementedError(
+        raise RemoteWeightsError(
             f"OpenAIEngine cannot take weights: the model lives on the server at "
             f"{self.base_url}; serve the new checkpoint there instead"
         )

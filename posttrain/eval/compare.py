@@ -6,7 +6,7 @@ and which differences are significant. Behind `posttrain compare A B`.
     for row in table.rows: print(row.scope, row.name, row.delta, row.low, row.high, row.p_value)
 
 A side is a results file (`posttrain eval --out`), a run directory (its final
-evaluation: grpo, else dpo, sft, control, untrained), or `RUN:LABEL` for one
+evaluation: grpo, else dpo, sft, untrained, control), or `RUN:LABEL` for one
 evaluation of a run (`runs/x:control`). Tasks are paired by id; only tasks both
 sides evaluated count, and at least one must be shared. Each row gives both rates,
 the delta (B − A) with Newcombe's paired 95% interval, the discordant counts and the
@@ -22,10 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from posttrain.eval.results import ResultsFileError, cell_key, load_results
+from posttrain.eval.results import FINAL_ORDER, ResultsFileError, cell_key, load_results
 from posttrain.eval.stats import mcnemar_exact, paired_difference_interval
-
-FINAL_ORDER = ("grpo", "dpo", "sft", "control", "untrained")
 
 
 @dataclass

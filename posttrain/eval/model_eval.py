@@ -179,7 +179,9 @@ def run_eval(spec: EvalSpec) -> dict[str, Any]:
     max_tokens = spec.max_tokens or 80
     tasks = heldout_tasks(domains, n, seed_offset + spec.seed * 10**6, levels)
     engine, tokenizer, described = load_engine(spec)
-    max_context = _window(engine)
+    from posttrain.models.loading import context_window
+
+    max_context = context_window(getattr(engine, "model", None))  # a remote engine has none
     result = evaluate("eval", tasks, engine, tokenizer, get_domain, max_tokens,
                       max_context=max_context)  # fmt: skip
     samples: dict[str, list[bool]] | None = None
@@ -193,9 +195,3 @@ def run_eval(spec: EvalSpec) -> dict[str, Any]:
                 "seed": spec.seed, "seed_offset": seed_offset, "difficulties": levels,
                 "max_tokens": max_tokens, "domains": [d.id for d in domains]}  # fmt: skip
     return results_document(result, described, settings, samples, spec.k, spec.temperature)
-
-
-def _window(engine: Any) -> int | None:
-    model = getattr(engine, "model", None)
-    config = getattr(model, "config", None)
-    return int(getattr(config, "max_position_embeddings", 0) or 0) or None

@@ -44,7 +44,7 @@ from posttrain.eval.report_plots import (
     reward_histograms,
     throughput_figure,
 )
-from posttrain.eval.results import ResultsFileError, load_results
+from posttrain.eval.results import FINAL_ORDER, ResultsFileError, load_results
 from posttrain.eval.stats import paired_compare, paired_difference_interval
 from posttrain.store.atomic import atomic_write_text
 from posttrain.store.metrics import read_metrics
@@ -52,7 +52,6 @@ from posttrain.store.run_dir import RunDir
 
 CHECKPOINTS = ("untrained", "sft", "dpo", "grpo", "control")
 TRAINING_STAGES = ("sft", "dpo", "grpo", "control")
-FINAL_ORDER = ("grpo", "dpo", "sft", "untrained", "control")  # the "final" evaluation first
 COMPARISONS = (
     ("control", "grpo"),
     ("sft", "grpo"),

@@ -42,6 +42,8 @@ from posttrain.store.atomic import atomic_write_text
 
 FORMAT = "posttrain-eval-results/1"
 UNREGISTERED = ("unregistered", "unregistered", "unregistered", "unregistered")
+# A run's evaluations, its final one first: the pipeline's last stage, the control arm last.
+FINAL_ORDER = ("grpo", "dpo", "sft", "untrained", "control")
 _TASK_KEYS: dict[str, type] = {"id": str, "domain": str, "passed": bool}
 
 

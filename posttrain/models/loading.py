@@ -76,6 +76,11 @@ def load_policy(name: str, seed: int = 0, spec: TinyModelSpec | None = None) -> 
     return load_model_dir(path, name)
 
 
+def context_window(model: Any) -> int | None:
+    """The model's window in tokens (`max_position_embeddings`), None when it states none."""
+    return int(getattr(getattr(model, "config", None), "max_position_embeddings", 0) or 0) or None
+
+
 def load_model_dir(path: Path, name: str | None = None) -> Policy:
     tokenizer = AutoTokenizer.from_pretrained(str(path))
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)

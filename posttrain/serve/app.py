@@ -306,9 +306,14 @@ def app_for_checkpoint(
 
     policy, name = load_served_policy(checkpoint, seed=seed)
     engine = HFEngine(policy.model, policy.tokenizer, seed=seed)
-    window = getattr(policy.model.config, "max_position_embeddings", None)
+    from posttrain.models.loading import context_window
+
     return create_app(
-        engine, policy.tokenizer, model_name or name, api_key=api_key, max_context=window
+        engine,
+        policy.tokenizer,
+        model_name or name,
+        api_key=api_key,
+        max_context=context_window(policy.model),
     )
 
 

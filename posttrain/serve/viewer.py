@@ -72,13 +72,10 @@ def open_traces_readonly(path: Path) -> sqlite3.Connection:
 @cache
 def cell_name(domain_id: str) -> str:
     """`modality/tools/rounds/verification` of a registered domain, else `unregistered`."""
-    from posttrain.domains import get_domain
-    from posttrain.domains.matrix import cell_of
+    from posttrain.eval.results import domain_cell
 
-    try:
-        return "/".join(cell_of(get_domain(domain_id)))
-    except KeyError:
-        return UNREGISTERED
+    cell = domain_cell(domain_id)
+    return UNREGISTERED if cell[0] == UNREGISTERED else "/".join(cell)
 
 
 @dataclass(frozen=True)

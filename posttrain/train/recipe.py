@@ -39,7 +39,7 @@ from posttrain.eval.results import (
     save_results,
 )
 from posttrain.eval.stats import PairedComparison
-from posttrain.models.loading import ModelNotFoundError, Policy, check_model_name
+from posttrain.models.loading import ModelNotFoundError, Policy, check_model_name, context_window
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import replay_references
 from posttrain.store import MetricsLogger, RunDir, TraceStore, is_complete
@@ -127,8 +127,8 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
     report = reporter or QuietReporter()
     resumed: RunDir | None = None
     if config.resume is not None:
-        given = {k for k, v in config.model_dump(exclude={"resume"}).items()
-                 if v != RunConfig().model_dump()[k]}  # fmt: skip
+        defaults = RunConfig().model_dump()
+        given = {k for k, v in config.model_dump(exclude={"resume"}).items() if v != defaults[k]}
         if given:
             raise ConfigError(
                 f"resume={config.resume} continues the run under its own config.yaml; "
@@ -210,9 +210,7 @@ class _Pipeline:
         self.tok = self.policy.tokenizer
         self.pad_id: int = self.tok.pad_token_id  # type: ignore[attr-defined]
         self.engine = HFEngine(self.policy.model, self.tok, seed=config.seed)
-        self.max_context = (
-            int(getattr(self.policy.model.config, "max_position_embeddings", 0)) or None
-        )
+        self.max_context = context_window(self.policy.model)
         x = config.context
         self.over_long = OverLongPolicy(x.over_long, x.retriever, x.order, x.chunk_tokens)
         e = config.eval

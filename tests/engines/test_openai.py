@@ -15,7 +15,12 @@ import httpx
 import pytest
 
 from posttrain.engines.base import GenerationRequest, SamplingParams
-from posttrain.engines.openai import EndpointError, OpenAIEngine, parse_openai_spec
+from posttrain.engines.openai import (
+    EndpointError,
+    OpenAIEngine,
+    RemoteWeightsError,
+    parse_openai_spec,
+)
 from posttrain.types import Message
 
 URL = "http://127.0.0.1:9/v1"  # MockTransport tests never open a socket
@@ -209,7 +214,7 @@ def test_a_request_without_messages_is_refused() -> None:
 
 def test_weights_cannot_be_pushed_to_a_remote_engine() -> None:
     handler, _ = fake(lambda r: httpx.Response(200, json=reply()))
-    with pytest.raises(NotImplementedError, match="cannot take weights"):
+    with pytest.raises(RemoteWeightsError, match="cannot take weights"):
         engine_for(handler).update_weights({})
 
 
