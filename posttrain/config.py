@@ -146,7 +146,13 @@ class GRPOConfig(_Strict):
         "this difficulty to 10 by 80% of the stage (steps or minutes)",
     )
     epochs: int = Field(1, ge=1, description="optimizer passes over each batch")
-    minibatch_size: int = Field(64, ge=1, description="rollouts per backward pass")
+    minibatch_size: int = Field(64, ge=1, description="rollouts per optimizer step")
+    micro_batch_tokens: int | None = Field(
+        4096,
+        ge=1,
+        description="forward/backward passes of at most this many padded tokens, gradients "
+        "accumulated over the minibatch (None = the whole minibatch at once)",
+    )
     max_minutes: float = Field(3.5, gt=0, description="wall-clock cap for the stage")
     save_every: int = Field(
         0, ge=0, description="steps between resumable full-state saves (0 = none)"

@@ -45,6 +45,25 @@ def pack(rollouts: Sequence[Rollout], pad_id: int) -> TokenBatch:
     return TokenBatch(ids, attn, ids[:, 1:], mask[:, 1:], old[:, 1:])
 
 
+def token_budget_split(lengths: Sequence[int], budget: int | None) -> list[list[int]]:
+    """Positions of `lengths` grouped so that each group, padded to its longest, holds at
+    most `budget` tokens (a single longer sequence gets a group of its own).
+
+    Longest first, so a group pads little; `None` keeps everything in one group. The
+    groups partition `range(len(lengths))`."""
+    if budget is None or not lengths:
+        return [list(range(len(lengths)))] if lengths else []
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    groups: list[list[int]] = []
+    for i in order:
+        # Longest first: the group's first member fixes its padded width.
+        if groups and (len(groups[-1]) + 1) * lengths[groups[-1][0]] <= budget:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
 def batch_logprobs(
     model: PreTrainedModel, batch: TokenBatch, temperature: float = 1.0
 ) -> torch.Tensor:

@@ -30,12 +30,18 @@ from posttrain.domains.matrix import family_of
 from posttrain.engines.base import Engine, SamplingParams
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import run_episodes
-from posttrain.train.batches import batch_logprobs, batch_logprobs_entropy, pack
+from posttrain.train.batches import (
+    batch_logprobs,
+    batch_logprobs_entropy,
+    pack,
+    token_budget_split,
+)
 from posttrain.train.losses import (
     batch_advantages,
     grpo_advantages,
     grpo_loss,
     masked_mean,
+    micro_batch_weight,
     rloo_advantages,
 )
 from posttrain.train.mixture import TaskSampler
@@ -180,55 +186,66 @@ def train_grpo(
         model.train()
         # TIS: "old" is the training model before this step's first update, so the
         # ratio to the rollout logprobs measures only the train/inference mismatch.
-        train_old: dict[int, torch.Tensor] = {}
+        train_old: dict[tuple[int, ...], torch.Tensor] = {}
+        minibatches = [
+            keep[i : i + cfg.minibatch_size] for i in range(0, len(keep), cfg.minibatch_size)
+        ]
+        plans = [micro_split(rollouts, idx, cfg.micro_batch_tokens) for idx in minibatches]
         if cfg.tis_cap is not None:
             stats.update(tis_weight_mean=0.0, tis_clipped_frac=0.0)
             with torch.no_grad():
-                for i in range(0, len(keep), cfg.minibatch_size):
-                    batch = pack([rollouts[j] for j in keep[i : i + cfg.minibatch_size]], pad_id)
-                    train_old[i] = batch_logprobs(model, batch, cfg.temperature)  # [b, T-1]
+                for micros in plans:
+                    for micro in micros:
+                        batch = pack([rollouts[j] for j in micro], pad_id)
+                        train_old[tuple(micro)] = batch_logprobs(model, batch, cfg.temperature)
         for _ in range(cfg.epochs):
-            for i in range(0, len(keep), cfg.minibatch_size):
-                idx = keep[i : i + cfg.minibatch_size]
-                batch = pack([rollouts[j] for j in idx], pad_id)
-                if not probe:
-                    out: list[torch.Tensor] = []
-                    probe = policy_probe(model, batch, cfg, out)
-                    logprobs = out[0]
-                else:
-                    logprobs = batch_logprobs(model, batch, cfg.temperature)  # [b, T-1]
-                ref_logprobs = None
-                if ref_model is not None:
-                    with torch.no_grad():
-                        ref_logprobs = batch_logprobs(ref_model, batch, cfg.temperature)
-                tis: dict[str, Any] = {}
-                if cfg.tis_cap is not None:
-                    tis = {"rollout_logprobs": batch.old_logprobs, "tis_cap": cfg.tis_cap}
-                loss, parts = grpo_loss(
-                    logprobs,
-                    train_old.get(i, batch.old_logprobs),
-                    advantages[idx],
-                    batch.loss_mask,
-                    clip_eps=cfg.clip_eps,
-                    clip_eps_high=cfg.clip_eps_high,
-                    ref_logprobs=ref_logprobs,
-                    kl_coef=cfg.kl_coef,
-                    aggregation=plan.aggregation,
-                    ratio_level=plan.ratio_level,
-                    max_tokens=max_tokens,
-                    **tis,
-                )
+            for micros in plans:
+                batches = [pack([rollouts[j] for j in micro], pad_id) for micro in micros]
+                total_tokens = float(sum(b.loss_mask.sum() for b in batches))
+                total_sequences = sum(len(b) for b in batches)
                 optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                for micro, batch in zip(micros, batches, strict=True):
+                    if not probe:
+                        out: list[torch.Tensor] = []
+                        probe = policy_probe(model, batch, cfg, out)
+                        logprobs = out[0]
+                    else:
+                        logprobs = batch_logprobs(model, batch, cfg.temperature)  # [b, T-1]
+                    ref_logprobs = None
+                    if ref_model is not None:
+                        with torch.no_grad():
+                            ref_logprobs = batch_logprobs(ref_model, batch, cfg.temperature)
+                    tis: dict[str, Any] = {}
+                    if cfg.tis_cap is not None:
+                        tis = {"rollout_logprobs": batch.old_logprobs, "tis_cap": cfg.tis_cap}
+                    loss, parts = grpo_loss(
+                        logprobs,
+                        train_old.get(tuple(micro), batch.old_logprobs),
+                        advantages[micro],
+                        batch.loss_mask,
+                        clip_eps=cfg.clip_eps,
+                        clip_eps_high=cfg.clip_eps_high,
+                        ref_logprobs=ref_logprobs,
+                        kl_coef=cfg.kl_coef,
+                        aggregation=plan.aggregation,
+                        ratio_level=plan.ratio_level,
+                        max_tokens=max_tokens,
+                        **tis,
+                    )
+                    # Σ weight × micro loss is the whole minibatch's loss; the stats
+                    # (masked means) are weighted by the micro-batch's tokens.
+                    weight = micro_batch_weight(
+                        batch.loss_mask, total_tokens, total_sequences, plan.aggregation
+                    )
+                    (loss * weight).backward()
+                    share = float(batch.loss_mask.sum()) / max(total_tokens, 1.0)
+                    stats["loss"] += float(loss.detach()) * weight
+                    for key in ("clip_frac", "kl", "tis_weight_mean", "tis_clipped_frac"):
+                        if key in parts:
+                            stats[key] += float(parts[key]) * share
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
                 updates += 1
-                stats["loss"] += float(loss.detach())
-                stats["clip_frac"] += float(parts["clip_frac"])
-                stats["kl"] += float(parts.get("kl", torch.tensor(0.0)))
-                for key in ("tis_weight_mean", "tis_clipped_frac"):
-                    if key in parts:
-                        stats[key] += float(parts[key])
         if not probe:  # nothing was trained on: probe the batch anyway, it is the signal
             with torch.no_grad():
                 probe = policy_probe(model, pack(rollouts[: cfg.minibatch_size], pad_id), cfg)
@@ -280,6 +297,13 @@ def train_grpo(
         mean_reward_first=sum(rewards_seen[:window]) / max(1, len(rewards_seen[:window])),
         mean_reward_last=sum(rewards_seen[-window:]) / max(1, len(rewards_seen[-window:])),
     )
+
+
+def micro_split(rollouts: list[Rollout], idx: list[int], budget: int | None) -> list[list[int]]:
+    """The rollout indices `idx` of one minibatch as micro-batches of at most `budget`
+    padded tokens each (`token_budget_split`)."""
+    lengths = [len(rollouts[j].prompt_ids) + len(rollouts[j].completion_ids) for j in idx]
+    return [[idx[k] for k in group] for group in token_budget_split(lengths, budget)]
 
 
 def policy_probe(

@@ -223,6 +223,21 @@ def aggregate(
     raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
 
 
+def micro_batch_weight(
+    mask: torch.Tensor, total_tokens: float, total_sequences: int, aggregation: str
+) -> float:
+    """The share of a minibatch's loss that a micro-batch with loss mask `mask` [b, T]
+    carries, so that Σ weight × `aggregate(micro)` = `aggregate(whole minibatch)`.
+
+    "token": its counted tokens / the minibatch's; "sequence" and "constant": its
+    sequences / the minibatch's (both are means over sequences)."""
+    if aggregation == "token":
+        return float(mask.sum()) / max(total_tokens, 1.0)
+    if aggregation in ("sequence", "constant"):
+        return mask.shape[0] / total_sequences
+    raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+
+
 def grpo_loss(
     logprobs: torch.Tensor,
     old_logprobs: torch.Tensor,
