@@ -159,6 +159,42 @@ class GRPOConfig(_Strict):
     )
 
 
+class RolloutConfig(_Strict):
+    """How GRPO's rollouts run (`posttrain.rollout.scheduler`)."""
+
+    mode: Literal["lockstep", "scheduled"] = Field(
+        "lockstep",
+        description="lockstep: every episode of a step in one batched loop; scheduled: "
+        "concurrent engine / environment / verifier stages",
+    )
+    over_provision: int = Field(
+        0, ge=0, description="scheduled: extra groups in flight beyond a step's; carried over"
+    )
+    max_staleness: int = Field(
+        0,
+        ge=0,
+        description="scheduled: policy versions a trained-on group may lag (0 = synchronous; "
+        "≥ 1 overlaps generation for the next step with this step's update)",
+    )
+    engine_slots: int = Field(128, ge=1, description="scheduled: sequences per engine call")
+    env_workers: int = Field(4, ge=1, description="scheduled: concurrent environment steps")
+    verify_workers: int = Field(2, ge=1, description="scheduled: concurrent verifications")
+    episode_timeout_s: float | None = Field(
+        None, gt=0, description="scheduled: an episode running longer is a recorded failure"
+    )
+
+    @model_validator(mode="after")
+    def _staleness(self) -> RolloutConfig:
+        if self.over_provision and not self.max_staleness:
+            raise ValueError(
+                f"rollout.over_provision={self.over_provision} carries groups into later steps; "
+                "it needs rollout.max_staleness ≥ 1"
+            )
+        if self.mode == "lockstep" and (self.over_provision or self.max_staleness):
+            raise ValueError("rollout.over_provision and max_staleness need rollout.mode=scheduled")
+        return self
+
+
 class ContextConfig(_Strict):
     """Prompts longer than the model's window (`posttrain.rollout.context_strategy`)."""
 
@@ -339,6 +375,7 @@ class RunConfig(_Strict):
     grpo: GRPOConfig = Field(default_factory=lambda: GRPOConfig())
     eval: EvalConfig = Field(default_factory=lambda: EvalConfig())
     context: ContextConfig = Field(default_factory=lambda: ContextConfig())
+    rollout: RolloutConfig = Field(default_factory=lambda: RolloutConfig())
     control: ControlConfig = Field(default_factory=lambda: ControlConfig())
     sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig())
     alerts: AlertsConfig = Field(default_factory=lambda: AlertsConfig())

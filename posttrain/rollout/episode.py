@@ -23,7 +23,7 @@ from typing import Any
 from posttrain.domains.base import Domain, Session
 from posttrain.engines.base import Completion, Engine, GenerationRequest, SamplingParams
 from posttrain.rollout.context_strategy import OverLongPolicy, PromptTooLongError, fit_prompt
-from posttrain.tools import parse_tool_calls
+from posttrain.tools import ParsedCalls, parse_tool_calls
 from posttrain.types import Message, Rollout, Task, Turn, Verdict
 
 
@@ -68,8 +68,8 @@ def env_token_ids(
     return encode(tokenizer, after[len(before) :])
 
 
-@dataclass
-class _Episode:
+@dataclass(eq=False)
+class EpisodeState:
     task: Task
     domain: Domain
     session: Session | None
@@ -83,6 +83,7 @@ class _Episode:
     error: str | None = None
     started: float = field(default_factory=time.perf_counter)
     model_seconds: float = 0.0
+    queue_s: float = 0.0  # waiting for the engine (the scheduler's)
 
 
 def run_episodes(
@@ -104,21 +105,13 @@ def run_episodes(
     # A prompt that leaves no room for the turn in the model's window is fitted by the
     # declared strategy or, under `error`, never reaches the model: a recorded failure.
     policy = over_long or OverLongPolicy()
-    episodes: list[list[_Episode]] = []
+    episodes: list[list[EpisodeState]] = []
     fitting = []
     for task in tasks:
-        problem = None
-        if max_context is not None:
-            try:
-                task = fit_prompt(task, tokenizer, max_context, params.max_tokens, policy)
-            except PromptTooLongError as exc:
-                problem = str(exc)
-        group = [_open(task, get_domain(task.domain), tokenizer) for _ in range(n)]
+        group = open_group(task, n, get_domain, tokenizer, params, max_context, policy)
         episodes.append(group)
-        if problem is None:
+        if not group[0].done:
             fitting.append(group)
-        for ep in group if problem is not None else ():
-            ep.error, ep.done = problem, True
     flat = [e for group in episodes for e in group]
 
     # First turn: one request per task with n samples sharing the prompt's prefill.
@@ -155,23 +148,54 @@ def run_episodes(
             ep.model_seconds += elapsed
             _advance(ep, completions[0], tokenizer, max_context, params.max_tokens)
 
-    return [[_finish(e, policy_version) for e in group] for group in episodes]
+    return [[finish(e, policy_version) for e in group] for group in episodes]
 
 
-def _open(task: Task, domain: Domain, tokenizer: Any) -> _Episode:
+def open_group(
+    task: Task,
+    n: int,
+    get_domain: Callable[[str], Domain],
+    tokenizer: Any,
+    params: SamplingParams,
+    max_context: int | None,
+    policy: OverLongPolicy,
+) -> list[EpisodeState]:
+    """`n` fresh episodes of `task`, its prompt fitted to `max_context` by `policy`; a
+    prompt that cannot fit gives `n` episodes already done with the reason as error."""
+    problem = None
+    if max_context is not None:
+        try:
+            task = fit_prompt(task, tokenizer, max_context, params.max_tokens, policy)
+        except PromptTooLongError as exc:
+            problem = str(exc)
+    group = [_open(task, get_domain(task.domain), tokenizer) for _ in range(n)]
+    for ep in group if problem is not None else ():
+        ep.error, ep.done = problem, True
+    return group
+
+
+def _open(task: Task, domain: Domain, tokenizer: Any) -> EpisodeState:
     opener = getattr(domain, "open", None)
     session = opener(task, None) if opener is not None else None
-    return _Episode(task, domain, session, prompt_ids(tokenizer, task), list(task.prompt))
+    return EpisodeState(task, domain, session, prompt_ids(tokenizer, task), list(task.prompt))
 
 
 def _advance(
-    ep: _Episode,
+    ep: EpisodeState,
     completion: Completion,
     tokenizer: Any,
     max_context: int | None,
     max_tokens: int,
 ) -> None:
     """Record one sampled assistant turn; serve its tool calls or end the episode."""
+    parsed = record_turn(ep, completion)
+    if not ep.done:
+        environment_step(ep, parsed, tokenizer, max_context, max_tokens)
+
+
+def record_turn(ep: EpisodeState, completion: Completion) -> ParsedCalls:
+    """Append one sampled assistant turn (its exact ids and logprobs) to the episode;
+    the episode is done unless the turn stopped normally and a session can reply."""
     parsed = parse_tool_calls(completion.text)
     turn = Turn(
         text=completion.text,
@@ -187,7 +211,20 @@ def _advance(
     ep.messages.append(Message("assistant", completion.text, tool_calls=parsed.calls))
     if completion.finish_reason != "stop" or ep.session is None:
         ep.done = True
-        return
+    return parsed
+
+
+def environment_step(
+    ep: EpisodeState,
+    parsed: ParsedCalls,
+    tokenizer: Any,
+    max_context: int | None,
+    max_tokens: int,
+) -> None:
+    """The environment's reply to the last assistant turn (tool observations or the
+    scripted user), appended as environment tokens; ends the episode when there is
+    none, at `max_turns`, when the context is full, or when the session fails."""
+    turn = ep.turns[-1]
     try:
         new = _environment_reply(ep, parsed.calls, parsed.errors)
         if not new or len(ep.turns) >= ep.domain.max_turns:
@@ -210,7 +247,7 @@ def _advance(
         ep.done = True
 
 
-def _environment_reply(ep: _Episode, calls: list[Any], errors: list[str]) -> list[Message]:
+def _environment_reply(ep: EpisodeState, calls: list[Any], errors: list[str]) -> list[Message]:
     """Tool observations for the calls (and parse errors), else the scripted user's turn."""
     assert ep.session is not None
     if calls or errors:
@@ -224,7 +261,7 @@ def _environment_reply(ep: _Episode, calls: list[Any], errors: list[str]) -> lis
     return [user] if user is not None else []
 
 
-def _finish(ep: _Episode, policy_version: int) -> Rollout:
+def finish(ep: EpisodeState, policy_version: int) -> Rollout:
     rollout = Rollout(
         id=uuid.uuid4().hex,
         task_id=ep.task.id,

@@ -24,12 +24,11 @@ from typing import Any
 import torch
 from transformers import PreTrainedModel
 
-from posttrain.config import GRPOConfig
+from posttrain.config import GRPOConfig, RolloutConfig
 from posttrain.domains.base import Domain
 from posttrain.domains.matrix import family_of
 from posttrain.engines.base import Engine, SamplingParams
 from posttrain.rollout.context_strategy import OverLongPolicy
-from posttrain.rollout.episode import run_episodes
 from posttrain.train.batches import (
     batch_logprobs,
     batch_logprobs_entropy,
@@ -46,6 +45,7 @@ from posttrain.train.losses import (
 )
 from posttrain.train.mixture import TaskSampler
 from posttrain.train.resume import GRPOState, capture_rng, restore_rng
+from posttrain.train.rollout_source import make_source
 from posttrain.types import Rollout
 
 LogFn = Callable[[int, dict[str, float]], None]
@@ -117,11 +117,14 @@ def train_grpo(
     after_step: StepHook | None = None,
     resume: GRPOState | None = None,
     save_state: Callable[[GRPOState], None] | None = None,
+    rollout: RolloutConfig | None = None,
 ) -> GRPOResult:
     """`after_step(step)` runs after each update (the recipe's monitor evaluation); its
     time does not count against `cfg.max_minutes`. With `save_state`, the full state
     (`train/resume.py`) goes to it every `cfg.save_every` steps; `resume` continues
-    from such a state exactly: the same tasks, samples and updates as without the stop."""
+    from such a state exactly: the same tasks, samples and updates as without the stop.
+    `rollout` (lockstep without one) picks how the episodes run (`train/rollout_source.py`):
+    lockstep, or the scheduler, synchronous or asynchronous within a staleness bound."""
     pad_id = tokenizer.pad_token_id
     plan = loss_plan(cfg)
     ref_model = copy.deepcopy(model).eval() if cfg.kl_coef > 0 else None
@@ -146,150 +149,149 @@ def train_grpo(
         rewards_seen = list(resume.rewards_seen)
         first = resume.step + 1
     step = first - 1
-    for step in range(first, cfg.steps + 1):
-        if time.perf_counter() - start > cfg.max_minutes * 60:
-            step -= 1
-            break
-        # 1. Rollouts: group_size episodes per task, verified.
-        t0 = time.perf_counter()
-        ceiling = ramp_ceiling(cfg, step, time.perf_counter() - start)
-        if ceiling is not None:
-            sampler.window = (max(1, ceiling - 2), ceiling)
-        tasks = sampler.sample(prompts_per_step)
-        groups = run_episodes(
-            tasks,
-            engine,
-            tokenizer,
-            params,
-            get_domain,
-            policy_version=step,
-            max_context=max_context,
-            over_long=over_long,
-        )
-        rollouts = [r for g in groups for r in g]  # [B*G], groups contiguous
-        for task, group in zip(tasks, groups, strict=True):
-            sampler.observe(task, [r.reward for r in group])
-        if record is not None:
-            record(rollouts)
-        rollout_s = time.perf_counter() - t0
+    source = make_source(
+        rollout, model, engine, tokenizer, sampler, get_domain, params, max_context, over_long
+    )
+    try:
+        for step in range(first, cfg.steps + 1):
+            if time.perf_counter() - start > cfg.max_minutes * 60:
+                step -= 1
+                break
+            # 1. Rollouts: group_size episodes per task, verified.
+            t0 = time.perf_counter()
+            ceiling = ramp_ceiling(cfg, step, time.perf_counter() - start)
+            if ceiling is not None:
+                sampler.window = (max(1, ceiling - 2), ceiling)
+            batch_groups = source.batch(prompts_per_step, version=step)
+            tasks = [task for task, _ in batch_groups]
+            rollouts = [r for _, g in batch_groups for r in g]  # [B*G], groups contiguous
+            for task, group in batch_groups:
+                sampler.observe(task, [r.reward for r in group])
+            if record is not None:
+                record(rollouts)
+            rollout_s = time.perf_counter() - t0
 
-        # 2. Advantages; groups with no reward spread carry no gradient and are dropped.
-        rewards = torch.tensor([r.reward for r in rollouts])  # [B*G]
-        advantages, keep = step_advantages(rewards, cfg)
-        spread = rewards.view(-1, cfg.group_size).std(dim=1) > 0  # [B]
+            # 2. Advantages; groups with no reward spread carry no gradient and are dropped.
+            rewards = torch.tensor([r.reward for r in rollouts])  # [B*G]
+            advantages, keep = step_advantages(rewards, cfg)
+            spread = rewards.view(-1, cfg.group_size).std(dim=1) > 0  # [B]
 
-        # 3. Policy update on the kept rollouts.
-        t1 = time.perf_counter()
-        stats: dict[str, float] = {"clip_frac": 0.0, "kl": 0.0, "loss": 0.0}
-        probe: dict[str, float] = {}
-        updates = 0
-        model.train()
-        # TIS: "old" is the training model before this step's first update, so the
-        # ratio to the rollout logprobs measures only the train/inference mismatch.
-        train_old: dict[tuple[int, ...], torch.Tensor] = {}
-        minibatches = [
-            keep[i : i + cfg.minibatch_size] for i in range(0, len(keep), cfg.minibatch_size)
-        ]
-        plans = [micro_split(rollouts, idx, cfg.micro_batch_tokens) for idx in minibatches]
-        if cfg.tis_cap is not None:
-            stats.update(tis_weight_mean=0.0, tis_clipped_frac=0.0)
-            with torch.no_grad():
+            # 3. Policy update on the kept rollouts.
+            t1 = time.perf_counter()
+            stats: dict[str, float] = {"clip_frac": 0.0, "kl": 0.0, "loss": 0.0}
+            probe: dict[str, float] = {}
+            updates = 0
+            model.train()
+            # TIS: "old" is the training model before this step's first update, so the
+            # ratio to the rollout logprobs measures only the train/inference mismatch.
+            train_old: dict[tuple[int, ...], torch.Tensor] = {}
+            minibatches = [
+                keep[i : i + cfg.minibatch_size] for i in range(0, len(keep), cfg.minibatch_size)
+            ]
+            plans = [micro_split(rollouts, idx, cfg.micro_batch_tokens) for idx in minibatches]
+            if cfg.tis_cap is not None:
+                stats.update(tis_weight_mean=0.0, tis_clipped_frac=0.0)
+                with torch.no_grad():
+                    for micros in plans:
+                        for micro in micros:
+                            batch = pack([rollouts[j] for j in micro], pad_id)
+                            train_old[tuple(micro)] = batch_logprobs(model, batch, cfg.temperature)
+            for _ in range(cfg.epochs):
                 for micros in plans:
-                    for micro in micros:
-                        batch = pack([rollouts[j] for j in micro], pad_id)
-                        train_old[tuple(micro)] = batch_logprobs(model, batch, cfg.temperature)
-        for _ in range(cfg.epochs):
-            for micros in plans:
-                batches = [pack([rollouts[j] for j in micro], pad_id) for micro in micros]
-                total_tokens = float(sum(b.loss_mask.sum() for b in batches))
-                total_sequences = sum(len(b) for b in batches)
-                optimizer.zero_grad(set_to_none=True)
-                for micro, batch in zip(micros, batches, strict=True):
-                    if not probe:
-                        out: list[torch.Tensor] = []
-                        probe = policy_probe(model, batch, cfg, out)
-                        logprobs = out[0]
-                    else:
-                        logprobs = batch_logprobs(model, batch, cfg.temperature)  # [b, T-1]
-                    ref_logprobs = None
-                    if ref_model is not None:
-                        with torch.no_grad():
-                            ref_logprobs = batch_logprobs(ref_model, batch, cfg.temperature)
-                    tis: dict[str, Any] = {}
-                    if cfg.tis_cap is not None:
-                        tis = {"rollout_logprobs": batch.old_logprobs, "tis_cap": cfg.tis_cap}
-                    loss, parts = grpo_loss(
-                        logprobs,
-                        train_old.get(tuple(micro), batch.old_logprobs),
-                        advantages[micro],
-                        batch.loss_mask,
-                        clip_eps=cfg.clip_eps,
-                        clip_eps_high=cfg.clip_eps_high,
-                        ref_logprobs=ref_logprobs,
-                        kl_coef=cfg.kl_coef,
-                        aggregation=plan.aggregation,
-                        ratio_level=plan.ratio_level,
-                        max_tokens=max_tokens,
-                        **tis,
-                    )
-                    # Σ weight × micro loss is the whole minibatch's loss; the stats
-                    # (masked means) are weighted by the micro-batch's tokens.
-                    weight = micro_batch_weight(
-                        batch.loss_mask, total_tokens, total_sequences, plan.aggregation
-                    )
-                    (loss * weight).backward()
-                    share = float(batch.loss_mask.sum()) / max(total_tokens, 1.0)
-                    stats["loss"] += float(loss.detach()) * weight
-                    for key in ("clip_frac", "kl", "tis_weight_mean", "tis_clipped_frac"):
-                        if key in parts:
-                            stats[key] += float(parts[key]) * share
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
-                updates += 1
-        if not probe:  # nothing was trained on: probe the batch anyway, it is the signal
-            with torch.no_grad():
-                probe = policy_probe(model, pack(rollouts[: cfg.minibatch_size], pad_id), cfg)
-        mean_reward = float(rewards.mean())
-        rewards_seen.append(mean_reward)
-        if log is not None:
-            lengths = [sum(r.loss_mask) for r in rollouts]
-            log(
-                step,
-                {
-                    "reward": mean_reward,
-                    "pass_rate": sum(r.verdict.passed for r in rollouts) / len(rollouts),
-                    "groups_with_signal": float(spread.float().mean()),
-                    "completion_tokens": sum(lengths) / len(lengths),
-                    "errors": float(sum(r.error is not None for r in rollouts)),
-                    **error_rates(rollouts),
-                    "rollout_s": rollout_s,
-                    "update_s": time.perf_counter() - t1,
-                    "tokens_per_s": sum(lengths) / max(rollout_s, 1e-9),
-                    "difficulty_mean": sum(t.difficulty for t in tasks) / len(tasks),
-                    **{k: v / max(1, updates) for k, v in stats.items()},
-                    **probe,
-                    **by_family(rollouts),
-                },
-            )
-        if after_step is not None:
-            paused = time.perf_counter()
-            after_step(step)
-            start += time.perf_counter() - paused
-        if save_state is not None and cfg.save_every and step % cfg.save_every == 0:
-            paused = time.perf_counter()
-            save_state(
-                GRPOState(
-                    step=step,
-                    elapsed_s=paused - start,
-                    rewards_seen=list(rewards_seen),
-                    model=model.state_dict(),
-                    optimizer=optimizer.state_dict(),
-                    sampler=sampler.state_dict(),
-                    rng=capture_rng(engine),
-                    ref_model=ref_model.state_dict() if ref_model is not None else None,
+                    batches = [pack([rollouts[j] for j in micro], pad_id) for micro in micros]
+                    total_tokens = float(sum(b.loss_mask.sum() for b in batches))
+                    total_sequences = sum(len(b) for b in batches)
+                    optimizer.zero_grad(set_to_none=True)
+                    for micro, batch in zip(micros, batches, strict=True):
+                        if not probe:
+                            out: list[torch.Tensor] = []
+                            probe = policy_probe(model, batch, cfg, out)
+                            logprobs = out[0]
+                        else:
+                            logprobs = batch_logprobs(model, batch, cfg.temperature)  # [b, T-1]
+                        ref_logprobs = None
+                        if ref_model is not None:
+                            with torch.no_grad():
+                                ref_logprobs = batch_logprobs(ref_model, batch, cfg.temperature)
+                        tis: dict[str, Any] = {}
+                        if cfg.tis_cap is not None:
+                            tis = {"rollout_logprobs": batch.old_logprobs, "tis_cap": cfg.tis_cap}
+                        loss, parts = grpo_loss(
+                            logprobs,
+                            train_old.get(tuple(micro), batch.old_logprobs),
+                            advantages[micro],
+                            batch.loss_mask,
+                            clip_eps=cfg.clip_eps,
+                            clip_eps_high=cfg.clip_eps_high,
+                            ref_logprobs=ref_logprobs,
+                            kl_coef=cfg.kl_coef,
+                            aggregation=plan.aggregation,
+                            ratio_level=plan.ratio_level,
+                            max_tokens=max_tokens,
+                            **tis,
+                        )
+                        # Σ weight × micro loss is the whole minibatch's loss; the stats
+                        # (masked means) are weighted by the micro-batch's tokens.
+                        weight = micro_batch_weight(
+                            batch.loss_mask, total_tokens, total_sequences, plan.aggregation
+                        )
+                        (loss * weight).backward()
+                        share = float(batch.loss_mask.sum()) / max(total_tokens, 1.0)
+                        stats["loss"] += float(loss.detach()) * weight
+                        for key in ("clip_frac", "kl", "tis_weight_mean", "tis_clipped_frac"):
+                            if key in parts:
+                                stats[key] += float(parts[key]) * share
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    optimizer.step()
+                    updates += 1
+            if not probe:  # nothing was trained on: probe the batch anyway, it is the signal
+                with torch.no_grad():
+                    probe = policy_probe(model, pack(rollouts[: cfg.minibatch_size], pad_id), cfg)
+            source.updated(model, version=step + 1)
+            mean_reward = float(rewards.mean())
+            rewards_seen.append(mean_reward)
+            if log is not None:
+                lengths = [sum(r.loss_mask) for r in rollouts]
+                log(
+                    step,
+                    {
+                        "reward": mean_reward,
+                        "pass_rate": sum(r.verdict.passed for r in rollouts) / len(rollouts),
+                        "groups_with_signal": float(spread.float().mean()),
+                        "completion_tokens": sum(lengths) / len(lengths),
+                        "errors": float(sum(r.error is not None for r in rollouts)),
+                        **error_rates(rollouts),
+                        "rollout_s": rollout_s,
+                        "update_s": time.perf_counter() - t1,
+                        "tokens_per_s": sum(lengths) / max(rollout_s, 1e-9),
+                        "difficulty_mean": sum(t.difficulty for t in tasks) / len(tasks),
+                        **{k: v / max(1, updates) for k, v in stats.items()},
+                        **probe,
+                        **by_family(rollouts),
+                        **source.metrics(),
+                    },
                 )
-            )
-            start += time.perf_counter() - paused
+            if after_step is not None:
+                paused = time.perf_counter()
+                after_step(step)
+                start += time.perf_counter() - paused
+            if save_state is not None and cfg.save_every and step % cfg.save_every == 0:
+                paused = time.perf_counter()
+                save_state(
+                    GRPOState(
+                        step=step,
+                        elapsed_s=paused - start,
+                        rewards_seen=list(rewards_seen),
+                        model=model.state_dict(),
+                        optimizer=optimizer.state_dict(),
+                        sampler=sampler.state_dict(),
+                        rng=capture_rng(engine),
+                        ref_model=ref_model.state_dict() if ref_model is not None else None,
+                    )
+                )
+                start += time.perf_counter() - paused
+    finally:
+        source.close()
     window = max(1, len(rewards_seen) // 5)
     return GRPOResult(
         steps=step,

@@ -378,6 +378,7 @@ class _Pipeline:
             after_step=self.monitor_grpo,
             resume=load_grpo_state(self.state_path) if self.resuming else None,
             save_state=self.save_grpo,
+            rollout=self.cfg.rollout,
         )
         shutil.rmtree(self.state_path, ignore_errors=True)  # the stage's checkpoint follows
         seconds = time.perf_counter() - start

@@ -1,0 +1,440 @@
+"""The rollout scheduler: episodes run concurrently through three bounded stages.
+
+    sched = Scheduler(engine, tokenizer, get_domain, params, SchedulerConfig(env_workers=8))
+    sched.submit(tasks, policy_version=step)   # n episodes per task; blocks when full
+    groups = sched.collect(4)                  # the first 4 whole groups to finish
+    sched.set_policy_version(step + 1)         # unfinished groups carry on (partial rollouts)
+    sched.close()
+
+An episode (the state machine of `rollout/episode.py`, the same one `run_episodes`
+steps in lockstep) moves between three stages, each with its own bounded pool, so
+one never blocks another:
+
+- **engine**: one thread owns the engine. It takes up to `engine_slots` sequences of
+  waiting work per call, by priority: a group's first turn (one request, `n` samples
+  sharing the prefill) or one episode's next turn. A call that raises a transient
+  error (`OSError`: connection, timeout) is retried with exponential backoff; after
+  `engine_retries` it, or any other error, ends those episodes as recorded failures.
+- **env**: `env_workers` threads serve tool calls and scripted users (sandboxes).
+- **verify**: `verify_workers` threads run the verifiers (a raising verifier is a
+  `Verdict.error`, `episode.finish`).
+
+Priority is longest-first with aging: an episode's predicted length is the mean
+episode time of its (domain, difficulty) so far (`LengthModel`), and each second of
+waiting adds `aging` seconds to it, so long tasks start early and short ones never
+starve. The key `predicted − aging × enqueued_at` orders the heap for all time,
+because every waiting item gains the same `aging × now`. `order="fifo"` is the plain
+first-come baseline.
+
+Over-provisioning is the caller's: submit more groups than a batch needs, `collect`
+the batch, and the rest keep running into the next one. Each rollout's
+`timings["staleness"]` is the policy version when it was collected minus the one it
+started under; `timings["queue_s"]` its time waiting for the engine.
+`episode_timeout_s` ends an over-long episode as a recorded failure at its next stage
+boundary. `metrics()` gives, per stage, queue depth, utilization and latency.
+
+Not guaranteed: a timeout cannot interrupt a tool call or a verifier already running
+(the tool guard and the sandbox bound those); `collect` returns groups in the order
+they finish, not the order they were submitted (`run` restores that order); the
+engine's own batch composition, hence sampling with a fixed seed, depends on timing.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from posttrain.domains.base import Domain
+from posttrain.engines.base import Completion, Engine, GenerationRequest, SamplingParams
+from posttrain.rollout.context_strategy import OverLongPolicy
+from posttrain.rollout.episode import (
+    EpisodeState,
+    environment_step,
+    finish,
+    open_group,
+    record_turn,
+)
+from posttrain.rollout.stage_stats import StageStats
+from posttrain.types import Rollout, Task
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    engine_slots: int = 64  # sequences per engine call
+    env_workers: int = 4  # concurrent environment steps (tools, sandboxes, users)
+    verify_workers: int = 2  # concurrent verifications
+    max_inflight_groups: int = 256  # backpressure: `submit` blocks beyond this
+    episode_timeout_s: float | None = None
+    engine_retries: int = 3
+    retry_backoff_s: float = 0.05
+    aging: float = 1.0  # predicted seconds credited per second waited
+    order: Literal["longest_first", "fifo"] = "longest_first"
+
+    def __post_init__(self) -> None:
+        for name in ("engine_slots", "env_workers", "verify_workers", "max_inflight_groups"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"SchedulerConfig.{name} must be ≥ 1, got {getattr(self, name)}")
+        if self.order not in ("longest_first", "fifo"):
+            raise ValueError(f"SchedulerConfig.order must be longest_first or fifo, got {self.order!r}")  # fmt: skip
+
+
+class LengthModel:
+    """Predicted episode seconds per (domain, difficulty), from the episodes seen: the
+    running mean of the cell, else of the domain, else of everything (1 s with none)."""
+
+    def __init__(self) -> None:
+        self._sums: dict[tuple[str, int | None], tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def observe(self, domain: str, difficulty: int, seconds: float) -> None:
+        with self._lock:
+            for key in ((domain, difficulty), (domain, None), ("", None)):
+                total, n = self._sums.get(key, (0.0, 0))
+                self._sums[key] = (total + seconds, n + 1)
+
+    def predict(self, domain: str, difficulty: int) -> float:
+        with self._lock:
+            for key in ((domain, difficulty), (domain, None), ("", None)):
+                if key in self._sums:
+                    total, n = self._sums[key]
+                    return total / n
+        return 1.0
+
+
+@dataclass
+class _Group:
+    index: int
+    task: Task
+    episodes: list[EpisodeState]
+    policy_version: int
+    remaining: int
+    rollouts: list[Rollout | None] = field(default_factory=list)
+
+
+@dataclass(order=True)
+class _Work:
+    key: float
+    seq: int
+    group: _Group = field(compare=False)
+    episode: EpisodeState | None = field(compare=False)  # None: the group's first turn
+    enqueued: float = field(compare=False, default=0.0)
+
+    @property
+    def rows(self) -> int:
+        return len(self.group.episodes) if self.episode is None else 1
+
+
+class Scheduler:
+    """Concurrent episodes over bounded engine, environment and verifier pools."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        tokenizer: Any,
+        get_domain: Callable[[str], Domain],
+        params: SamplingParams,
+        config: SchedulerConfig | None = None,
+        max_context: int | None = None,
+        over_long: OverLongPolicy | None = None,
+        lengths: LengthModel | None = None,
+    ) -> None:
+        self.engine, self.tokenizer, self.get_domain = engine, tokenizer, get_domain
+        self.params, self.cfg = params, config or SchedulerConfig()
+        self.one = SamplingParams(params.max_tokens, params.temperature, params.top_p, 1, params.stop)  # fmt: skip
+        self.max_context, self.over_long = max_context, over_long or OverLongPolicy()
+        self.lengths = lengths or LengthModel()
+        self.stats = {name: StageStats(name) for name in ("engine", "env", "verify")}
+        self._cond = threading.Condition()
+        self._heap: list[_Work] = []
+        self._seq = itertools.count()
+        self._groups = itertools.count()
+        self._done: deque[_Group] = deque()
+        self._inflight = 0
+        self._version = 0
+        self._closed = False
+        self._engine_lock = threading.Lock()  # held during an engine call
+        self._env = ThreadPoolExecutor(self.cfg.env_workers, thread_name_prefix="rollout-env")
+        self._verify = ThreadPoolExecutor(self.cfg.verify_workers, thread_name_prefix="rollout-verify")  # fmt: skip
+        self._thread = threading.Thread(target=self._engine_loop, name="rollout-engine", daemon=True)  # fmt: skip
+        self._started = time.perf_counter()
+        self._thread.start()
+
+    # ---- the caller's side --------------------------------------------------------------
+
+    def submit(self, tasks: Sequence[Task], policy_version: int | None = None) -> list[int]:
+        """Start `params.n` episodes of each task; returns the groups' indices. Blocks
+        while `max_inflight_groups` groups are running (backpressure)."""
+        indices = []
+        for task in tasks:
+            group_eps = open_group(
+                task, self.params.n, self.get_domain, self.tokenizer, self.params,
+                self.max_context, self.over_long,
+            )  # fmt: skip
+            with self._cond:
+                while self._inflight >= self.cfg.max_inflight_groups and not self._closed:
+                    self._cond.wait()
+                self._check_open()
+                version = self._version if policy_version is None else policy_version
+                group = _Group(next(self._groups), task, group_eps, version, len(group_eps))
+                group.rollouts = [None] * len(group_eps)
+                self._inflight += 1
+                indices.append(group.index)
+            if group_eps[0].done:  # the prompt did not fit: straight to recording
+                for i in range(len(group_eps)):
+                    self._to_verify(group, i)
+            else:
+                self._enqueue(group, None)
+        return indices
+
+    def collect(self, k: int, timeout: float | None = None) -> list[list[Rollout]]:
+        """The first `k` groups to finish (each its `n` rollouts), waiting for them;
+        fewer only when `timeout` runs out. Unfinished groups keep running."""
+        return [rollouts for _, rollouts in self.collect_groups(k, timeout)]
+
+    def collect_groups(
+        self, k: int, timeout: float | None = None
+    ) -> list[tuple[Task, list[Rollout]]]:
+        """`collect`, each group with its task."""
+        deadline = None if timeout is None else time.perf_counter() + timeout
+        with self._cond:
+            while len(self._done) < k:
+                self._check_open()
+                left = None if deadline is None else deadline - time.perf_counter()
+                if left is not None and left <= 0:
+                    break
+                self._cond.wait(left)
+            out = [self._done.popleft() for _ in range(min(k, len(self._done)))]
+        return [(g.task, self._stamp(g)) for g in out]
+
+    def run(self, tasks: Sequence[Task], policy_version: int | None = None) -> list[list[Rollout]]:
+        """Every task's `n` rollouts, in the order of `tasks` (a synchronous batch).
+        Groups submitted earlier stay where they are, for `collect`."""
+        wanted = set(self.submit(tasks, policy_version))
+        with self._cond:
+            while len(mine := [g for g in self._done if g.index in wanted]) < len(wanted):
+                self._check_open()
+                self._cond.wait()
+            self._done = deque(g for g in self._done if g.index not in wanted)
+        return [self._stamp(g) for g in sorted(mine, key=lambda g: g.index)]
+
+    def _stamp(self, group: _Group) -> list[Rollout]:
+        """The group's rollouts with their staleness: versions moved on since it began."""
+        rollouts = [r for r in group.rollouts if r is not None]
+        for r in rollouts:
+            r.timings["staleness"] = float(self._version - group.policy_version)
+        return rollouts
+
+    @property
+    def inflight(self) -> int:
+        """Groups submitted and not yet collected."""
+        with self._cond:
+            return self._inflight
+
+    def set_policy_version(self, version: int) -> None:
+        """The policy version episodes submitted from now on start under."""
+        with self._cond:
+            self._version = version
+
+    def update_weights(self, state_dict: Any, version: int) -> None:
+        """Load new weights into the engine between two engine calls, and move on to
+        `version` (episodes in flight continue under the new weights)."""
+        with self._engine_lock:
+            self.engine.update_weights(state_dict)
+        self.set_policy_version(version)
+
+    def metrics(self) -> dict[str, float]:
+        """Per stage: queue depth (now and max), utilization, calls and latency."""
+        wall = time.perf_counter() - self._started
+        workers = {"engine": 1, "env": self.cfg.env_workers, "verify": self.cfg.verify_workers}
+        out: dict[str, float] = {"sched/inflight_groups": float(self.inflight)}
+        for name, stats in self.stats.items():
+            out.update(stats.as_metrics(wall, workers[name]))
+        return out
+
+    def close(self) -> None:
+        """Stop the engine thread and the pools; waiting callers get a RuntimeError."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join()
+        self._env.shutdown(wait=True, cancel_futures=True)
+        self._verify.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> Scheduler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- the stages ---------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the scheduler is closed")
+
+    def _enqueue(self, group: _Group, episode: EpisodeState | None) -> None:
+        now = time.perf_counter()
+        if self.cfg.order == "fifo":
+            key = now
+        else:
+            predicted = self.lengths.predict(group.task.domain, group.task.difficulty)
+            key = -(predicted - self.cfg.aging * (now - self._started))
+        with self._cond:
+            heapq.heappush(self._heap, _Work(key, next(self._seq), group, episode, now))
+            self.stats["engine"].queued(len(self._heap))
+            self._cond.notify_all()
+
+    def _take(self) -> list[_Work] | None:
+        """Up to `engine_slots` sequences of the most urgent work; None once closed."""
+        with self._cond:
+            while not self._heap and not self._closed:
+                self._cond.wait()
+            if self._closed:
+                return None
+            batch = [heapq.heappop(self._heap)]
+            rows = batch[0].rows
+            while self._heap and rows + self._heap[0].rows <= self.cfg.engine_slots:
+                work = heapq.heappop(self._heap)
+                batch.append(work)
+                rows += work.rows
+            self.stats["engine"].queued(len(self._heap))
+            return batch
+
+    def _engine_loop(self) -> None:
+        while (batch := self._take()) is not None:
+            try:
+                self._serve(batch)
+            except Exception as exc:  # a bug here must fail episodes, not hang the run
+                for w in batch:
+                    for ep in self._episodes(w):
+                        if not ep.done:
+                            ep.error, ep.done = (
+                                f"scheduler failed: {type(exc).__name__}: {exc}",
+                                True,
+                            )
+                            self._after_turn(w.group, ep)
+
+    def _serve(self, batch: list[_Work]) -> None:
+        """One engine call for `batch`; each result goes on to its next stage."""
+        now = time.perf_counter()
+        live = [w for w in batch if not self._timed_out(w, now)]
+        if not live:
+            return
+        for w in live:
+            for ep in self._episodes(w):
+                ep.queue_s += now - w.enqueued
+        start = time.perf_counter()
+        results, error = self._generate([self._request(w) for w in live])
+        elapsed = time.perf_counter() - start
+        self.stats["engine"].served(elapsed, len(live))
+        rows = sum(w.rows for w in live)
+        for i, w in enumerate(live):
+            eps = self._episodes(w)
+            if results is None:
+                for ep in eps:
+                    ep.error, ep.done = f"engine failed: {error}", True
+                    self._after_turn(w.group, ep)
+                continue
+            for ep, completion in zip(eps, results[i], strict=True):
+                ep.model_seconds += elapsed / rows
+                self._after_generation(w.group, ep, completion)
+
+    def _generate(
+        self, requests: list[GenerationRequest]
+    ) -> tuple[list[list[Completion]] | None, str | None]:
+        delay = self.cfg.retry_backoff_s
+        for attempt in range(self.cfg.engine_retries + 1):
+            try:
+                with self._engine_lock:
+                    return self.engine.generate(requests), None
+            except OSError as exc:  # connection, timeout: infrastructure, worth a retry
+                if attempt == self.cfg.engine_retries:
+                    return None, f"{type(exc).__name__}: {exc} (after {attempt} retries)"
+                self.stats["engine"].retried()
+                time.sleep(delay)
+                delay *= 2
+            except Exception as exc:  # a broken request or engine: no retry
+                return None, f"{type(exc).__name__}: {exc}"
+        raise AssertionError("unreachable")
+
+    def _request(self, w: _Work) -> GenerationRequest:
+        if w.episode is None:
+            ep = w.group.episodes[0]
+            return GenerationRequest(
+                ep.prompt_ids, self.params, key=ep.task.id, turn=0, messages=list(ep.messages)
+            )
+        ep = w.episode
+        return GenerationRequest(
+            ep.prompt_ids + ep.completion_ids, self.one, key=ep.task.id,
+            turn=len(ep.turns), messages=list(ep.messages),
+        )  # fmt: skip
+
+    def _episodes(self, w: _Work) -> list[EpisodeState]:
+        return w.group.episodes if w.episode is None else [w.episode]
+
+    def _timed_out(self, w: _Work, now: float) -> bool:
+        limit = self.cfg.episode_timeout_s
+        eps = self._episodes(w)
+        if limit is None or now - eps[0].started <= limit:
+            return False
+        for ep in eps:
+            ep.error, ep.done = f"episode timed out after {limit:g}s", True
+            self._after_turn(w.group, ep)
+        return True
+
+    def _after_generation(self, group: _Group, ep: EpisodeState, completion: Completion) -> None:
+        parsed = record_turn(ep, completion)
+        if ep.done:
+            self._after_turn(group, ep)
+            return
+
+        def step() -> None:
+            start = time.perf_counter()
+            try:
+                environment_step(ep, parsed, self.tokenizer, self.max_context, self.params.max_tokens)  # fmt: skip
+            except Exception as exc:  # environment_step guards sessions; this is a bug
+                ep.error, ep.done = f"environment step failed: {type(exc).__name__}: {exc}", True
+            self.stats["env"].served(time.perf_counter() - start, 1)
+            self._after_turn(group, ep)
+
+        self._env.submit(step)
+
+    def _after_turn(self, group: _Group, ep: EpisodeState) -> None:
+        limit = self.cfg.episode_timeout_s
+        if not ep.done and limit is not None and time.perf_counter() - ep.started > limit:
+            ep.error, ep.done = f"episode timed out after {limit:g}s", True
+        if not ep.done:
+            self._enqueue(group, ep)
+            return
+        self._to_verify(group, next(i for i, e in enumerate(group.episodes) if e is ep))
+
+    def _to_verify(self, group: _Group, i: int) -> None:
+        def verify() -> None:
+            start = time.perf_counter()
+            ep = group.episodes[i]
+            try:
+                rollout = finish(ep, group.policy_version)
+            except Exception as exc:  # finish guards verifiers; never lose the episode
+                ep.error = f"recording failed: {type(exc).__name__}: {exc}"
+                ep.session = None
+                rollout = finish(ep, group.policy_version)
+            rollout.timings["queue_s"] = ep.queue_s
+            self.stats["verify"].served(time.perf_counter() - start, 1)
+            task = group.task
+            self.lengths.observe(task.domain, task.difficulty, rollout.timings["episode_s"])
+            with self._cond:
+                group.rollouts[i] = rollout
+                group.remaining -= 1
+                if group.remaining == 0:
+                    self._inflight -= 1
+                    self._done.append(group)
+                self._cond.notify_all()
+
+        self._verify.submit(verify)

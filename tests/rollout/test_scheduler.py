@@ -1,0 +1,207 @@
+"""The rollout scheduler: same rollouts as the lockstep loop, over-provisioning with
+staleness, longest-first with aging, retries on infrastructure errors only, timeouts,
+backpressure, failures recorded rather than raised, and per-stage metrics."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from posttrain.domains import STARTER_DOMAINS, get_domain
+from posttrain.engines import Completion, GenerationRequest, ReplayEngine, SamplingParams
+from posttrain.rollout.episode import run_episodes
+from posttrain.rollout.scheduler import LengthModel, Scheduler, SchedulerConfig
+from posttrain.types import Observation, Task, ToolCall
+from tests.rollout.test_episode import PARAMS, ExplodingCalculator, calculator_task, lookup
+
+
+def starter_tasks(per_domain: int = 3) -> list[Task]:
+    return [
+        get_domain(d).generate(seed, 1 + seed % 4)
+        for d in STARTER_DOMAINS
+        for seed in range(per_domain)
+    ]
+
+
+def replay_engine(tokenizer: Any, tasks: list[Task]) -> ReplayEngine:
+    engine = ReplayEngine(tokenizer)
+    for task in tasks:
+        engine.add(task.id, lookup(task.domain).reference(task))
+    return engine
+
+
+def test_run_gives_the_lockstep_loops_rollouts_in_task_order(tokenizer: Any) -> None:
+    tasks = starter_tasks()
+    engine = replay_engine(tokenizer, tasks)
+    params = SamplingParams(max_tokens=256, temperature=0.0, n=2)
+    lockstep = run_episodes(tasks, engine, tokenizer, params, lookup)
+    with Scheduler(engine, tokenizer, lookup, params, SchedulerConfig(engine_slots=5)) as sched:
+        scheduled = sched.run(tasks)
+    assert [[r.task_id for r in g] for g in scheduled] == [[t.id] * 2 for t in tasks]
+    for want, got in zip(lockstep, scheduled, strict=True):
+        for a, b in zip(want, got, strict=True):
+            assert b.completion_ids == a.completion_ids and b.loss_mask == a.loss_mask
+            assert b.verdict.passed and b.reward == a.reward
+            assert b.timings["staleness"] == 0.0 and b.timings["queue_s"] >= 0.0
+
+
+def test_collect_takes_the_first_groups_and_the_rest_carry_on_with_their_staleness(
+    tokenizer: Any,
+) -> None:
+    tasks = starter_tasks(per_domain=2)
+    with Scheduler(replay_engine(tokenizer, tasks), tokenizer, lookup, PARAMS) as sched:
+        sched.submit(tasks, policy_version=0)
+        first = sched.collect(3)
+        sched.set_policy_version(1)
+        rest = sched.collect(len(tasks) - 3)
+        assert sched.inflight == 0
+    assert len(first) == 3 and all(g[0].timings["staleness"] == 0.0 for g in first)
+    assert all(g[0].timings["staleness"] == 1.0 for g in rest)
+    assert sorted(g[0].task_id for g in first + rest) == sorted(t.id for t in tasks)
+
+
+class SlowEngine:
+    """Replays "5" after `delay` seconds, recording the task ids of each call."""
+
+    def __init__(self, tokenizer: Any, delay: float = 0.0) -> None:
+        self.tokenizer, self.delay, self.calls = tokenizer, delay, []  # type: list[list[str]]
+        self.failures: list[Exception] = []
+
+    def update_weights(self, state_dict: Any) -> None:
+        pass
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+        if self.failures:
+            raise self.failures.pop(0)
+        time.sleep(self.delay)
+        self.calls.append([r.key for r in requests])
+        ids = [*self.tokenizer.encode("5", add_special_tokens=False), self.tokenizer.eos_token_id]
+        return [[Completion(ids, [0.0] * len(ids), "5", "stop")] * r.params.n for r in requests]
+
+
+def addition(seed: int, difficulty: int) -> Task:
+    return get_domain("arith/addition-v1").generate(seed, difficulty)
+
+
+def test_the_longest_predicted_work_goes_first_and_aging_lets_old_short_work_through(
+    tokenizer: Any,
+) -> None:
+    lengths = LengthModel()
+    lengths.observe("arith/addition-v1", 9, 50.0)  # long
+    lengths.observe("arith/addition-v1", 1, 1.0)  # short
+    engine = SlowEngine(tokenizer, delay=0.05)
+    cfg = SchedulerConfig(engine_slots=1, aging=0.0)
+    with Scheduler(engine, tokenizer, lookup, PARAMS, cfg, lengths=lengths) as sched:
+        # The engine is busy with the first task while the other two queue.
+        sched.submit([addition(0, 1), addition(1, 1), addition(2, 9)])
+        sched.collect(3)
+    assert [c[0] for c in engine.calls[1:]] == [addition(2, 9).id, addition(1, 1).id]
+
+    engine = SlowEngine(tokenizer, delay=0.05)
+    cfg = SchedulerConfig(engine_slots=1, aging=1e5)  # 20 ms of waiting outweighs 50 s
+    with Scheduler(engine, tokenizer, lookup, PARAMS, cfg, lengths=lengths) as sched:
+        sched.submit([addition(0, 1), addition(1, 1)])
+        time.sleep(0.02)
+        sched.submit([addition(2, 9)])
+        sched.collect(3)
+    assert [c[0] for c in engine.calls[1:]] == [addition(1, 1).id, addition(2, 9).id]
+
+
+def test_transient_engine_errors_are_retried_and_others_become_recorded_failures(
+    tokenizer: Any,
+) -> None:
+    engine = SlowEngine(tokenizer)
+    engine.failures = [ConnectionError("reset"), TimeoutError("slow")]
+    cfg = SchedulerConfig(retry_backoff_s=0.001)
+    with Scheduler(engine, tokenizer, lookup, PARAMS, cfg) as sched:
+        [[ok]] = sched.run([addition(0, 1)])
+        assert ok.error is None and sched.metrics()["sched/engine/retries"] == 2.0
+        engine.failures = [ValueError("bad request")]
+        [[failed]] = sched.run([addition(1, 1)])
+        assert failed.error is not None and "engine failed: ValueError" in failed.error
+        assert failed.reward == 0.0
+        [[after]] = sched.run([addition(2, 1)])  # the scheduler goes on
+        assert after.error is None
+    assert sched.metrics()["sched/engine/retries"] == 2.0  # ValueError: never retried
+
+
+def test_a_crashing_session_and_a_raising_verifier_are_recorded_and_the_batch_goes_on(
+    tokenizer: Any,
+) -> None:
+    crashing = ExplodingCalculator().generate(0, 3)
+    broken = lookup("test/broken-verifier-v1").generate(0, 1)
+    tasks = [crashing, broken, calculator_task(1)]
+    engine = replay_engine(tokenizer, tasks)
+    with Scheduler(engine, tokenizer, lookup, PARAMS) as sched:
+        a, b, c = (g[0] for g in sched.run(tasks))
+    assert a.error is not None and "the sandbox went away" in a.error
+    assert b.verdict.error is not None and "verifier bug" in b.verdict.error
+    assert c.verdict.passed
+
+
+class SleepySession:
+    tools: list[dict[str, Any]] = []
+
+    def call(self, tool_call: ToolCall) -> Observation:
+        time.sleep(0.3)
+        return Observation("later")
+
+
+def test_an_episode_past_its_timeout_ends_as_a_recorded_failure(tokenizer: Any) -> None:
+    task = calculator_task(0)
+    domain = lookup(task.domain)
+    slow = type("SlowCalc", (type(domain),), {"open": lambda self, t, s=None: _sleepy(t)})()
+    cfg = SchedulerConfig(episode_timeout_s=0.1)
+    engine = replay_engine(tokenizer, [task])
+    with Scheduler(engine, tokenizer, lambda _: slow, PARAMS, cfg) as sched:
+        [[rollout]] = sched.run([task])
+    assert rollout.error is not None and "timed out after 0.1s" in rollout.error
+
+
+def _sleepy(task: Task) -> Any:
+    from posttrain.domains.calculator import CalculatorSession
+
+    session = CalculatorSession(task)
+    session.call = SleepySession().call  # type: ignore[method-assign]
+    return session
+
+
+def test_submit_blocks_while_the_inflight_limit_is_reached(tokenizer: Any) -> None:
+    engine = SlowEngine(tokenizer, delay=0.2)
+    cfg = SchedulerConfig(max_inflight_groups=1)
+    with Scheduler(engine, tokenizer, lookup, PARAMS, cfg) as sched:
+        sched.submit([addition(0, 1)])
+        done = threading.Event()
+        worker = threading.Thread(target=lambda: (sched.submit([addition(1, 1)]), done.set()))
+        worker.start()
+        assert not done.wait(0.05)  # blocked: one group in flight
+        assert len(sched.collect(1)) == 1
+        assert done.wait(2.0)
+        worker.join()
+        assert len(sched.collect(1)) == 1
+
+
+def test_metrics_report_each_stage(tokenizer: Any) -> None:
+    tasks = [calculator_task(s) for s in range(3)]
+    with Scheduler(replay_engine(tokenizer, tasks), tokenizer, lookup, PARAMS) as sched:
+        sched.run(tasks)
+        metrics = sched.metrics()
+    for stage in ("engine", "env", "verify"):
+        assert metrics[f"sched/{stage}/calls"] >= 1
+        assert 0.0 <= metrics[f"sched/{stage}/utilization"] <= 1.0
+    assert metrics["sched/verify/items"] == 3.0
+
+
+def test_a_closed_scheduler_refuses_work() -> None:
+    sched = Scheduler(SlowEngine(None), None, lookup, PARAMS)
+    sched.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        sched.collect(1)
+
+
+def test_bad_settings_are_named() -> None:
+    with pytest.raises(ValueError, match="env_workers"):
+        SchedulerConfig(env_workers=0)
