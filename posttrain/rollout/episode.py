@@ -9,7 +9,13 @@ chat template and appended as environment tokens (loss mask 0). Sampled tokens
 are kept exactly as the engine produced them (never re-tokenized).
 
 A crash inside an episode (a session or verifier raising) ends that episode as a
-recorded failure (`Rollout.error`, reward 0); the batch goes on.
+recorded failure (`Rollout.error`, reward 0); the batch goes on. A session whose
+sandbox dies (`SandboxError`) is not a crash: the session's snapshot after each
+environment turn lets the episode resume on a fresh session (`domain.open` +
+`restore`), which serves the interrupted turn again (`timings["sandbox_resumes"]`).
+
+The step functions (`open_group`, `record_turn`, `environment_step`, `finish`) are
+what `rollout/scheduler.py` runs concurrently; `run_episodes` runs them in lockstep.
 """
 
 from __future__ import annotations
@@ -23,8 +29,11 @@ from typing import Any
 from posttrain.domains.base import Domain, Session
 from posttrain.engines.base import Completion, Engine, GenerationRequest, SamplingParams
 from posttrain.rollout.context_strategy import OverLongPolicy, PromptTooLongError, fit_prompt
+from posttrain.sandbox.results import SandboxError
 from posttrain.tools import ParsedCalls, parse_tool_calls
 from posttrain.types import Message, Rollout, Task, Turn, Verdict
+
+MAX_RESUMES = 3  # fresh sessions per episode after sandbox failures
 
 
 def render(tokenizer: Any, messages: list[Message], add_generation_prompt: bool) -> str:
@@ -84,6 +93,8 @@ class EpisodeState:
     started: float = field(default_factory=time.perf_counter)
     model_seconds: float = 0.0
     queue_s: float = 0.0  # waiting for the engine (the scheduler's)
+    snapshot: Any = None  # the session's state after the last environment turn
+    resumes: int = 0  # sessions replaced after their sandbox died
 
 
 def run_episodes(
@@ -177,7 +188,9 @@ def open_group(
 def _open(task: Task, domain: Domain, tokenizer: Any) -> EpisodeState:
     opener = getattr(domain, "open", None)
     session = opener(task, None) if opener is not None else None
-    return EpisodeState(task, domain, session, prompt_ids(tokenizer, task), list(task.prompt))
+    ep = EpisodeState(task, domain, session, prompt_ids(tokenizer, task), list(task.prompt))
+    ep.snapshot = _snapshot(session)
+    return ep
 
 
 def _advance(
@@ -226,7 +239,7 @@ def environment_step(
     none, at `max_turns`, when the context is full, or when the session fails."""
     turn = ep.turns[-1]
     try:
-        new = _environment_reply(ep, parsed.calls, parsed.errors)
+        new = _reply_resuming(ep, parsed)
         if not new or len(ep.turns) >= ep.domain.max_turns:
             ep.done = True
             return
@@ -241,10 +254,52 @@ def environment_step(
     ep.completion_ids += env
     ep.loss_mask += [0] * len(env)
     ep.logprobs += [0.0] * len(env)
+    ep.snapshot = _snapshot(ep.session)
     used = len(ep.prompt_ids) + len(ep.completion_ids)
     if max_context is not None and used + max_tokens > max_context:
         ep.error = f"context full: {used} tokens used of {max_context}"
         ep.done = True
+
+
+def _snapshot(session: Session | None) -> Any:
+    """The session's state now, for resuming on a fresh one; None if it cannot say."""
+    take = getattr(session, "snapshot", None)
+    if take is None:
+        return None
+    try:
+        return take()
+    except Exception:  # no snapshot: a later sandbox failure ends the episode instead
+        return None
+
+
+def _reply_resuming(ep: EpisodeState, parsed: ParsedCalls) -> list[Message]:
+    """`_environment_reply`; when the session's sandbox dies (`SandboxError`), the turn
+    is served again on a fresh session restored from the snapshot taken after the
+    previous turn, up to `MAX_RESUMES` times per episode."""
+    while True:
+        try:
+            return _environment_reply(ep, parsed.calls, parsed.errors)
+        except SandboxError:
+            if ep.snapshot is None or ep.resumes >= MAX_RESUMES:
+                raise
+        _resume(ep)
+
+
+def _resume(ep: EpisodeState) -> None:
+    """Replace the episode's session by a fresh one restored from `ep.snapshot`."""
+    old = ep.session
+    try:
+        if old is not None:
+            old.close()
+    except Exception:  # the dead session may not close cleanly; it is dropped either way
+        pass
+    opener = getattr(ep.domain, "open", None)
+    if opener is None:  # only domains with sessions reach here
+        raise RuntimeError(f"domain {ep.domain.id} cannot open a fresh session")
+    fresh = opener(ep.task, None)
+    fresh.restore(ep.snapshot)
+    ep.session = fresh
+    ep.resumes += 1
 
 
 def _environment_reply(ep: EpisodeState, calls: list[Any], errors: list[str]) -> list[Message]:
@@ -295,6 +350,8 @@ def finish(ep: EpisodeState, policy_version: int) -> Rollout:
             rollout.timings["close_failed"] = 1.0
             rollout.error = rollout.error or f"session close failed: {exc}"
     rollout.timings["model_s"] = ep.model_seconds
+    if ep.resumes:
+        rollout.timings["sandbox_resumes"] = float(ep.resumes)
     rollout.timings["episode_s"] = time.perf_counter() - ep.started
     return rollout
 
