@@ -15,7 +15,8 @@
     staleness (policy versions) of what it trained on and the groups left in flight.
 (c) the real HF engine with the built-in tiny model (untrained, sampling) on a mix of
     short (addition) and long (calculator, multi-turn) tasks: the same two arms.
-(d) multi-turn prefix-cache reuse: `bench/prefix_reuse.py`'s figure, when present.
+(d) multi-turn prefix-cache reuse vs re-encoding the history (`bench/prefix_reuse.py`'s
+    `measure`, 8 four-turn episodes, greedy, `--prefix-model`).
 (e) the Ray backend: not built yet (null).
 
 Same threads (OMP 1, torch 1) and concurrency for both arms, printed with each row;
@@ -133,8 +134,11 @@ def arms(
     per_batch: int,
     workers: int,
     max_context: int | None = None,
+    extra: int | None = None,
 ) -> dict[str, float]:
-    """Total time for `batches` batches of `per_batch` groups: FIFO vs ours."""
+    """Total time for `batches` batches of `per_batch` groups: FIFO vs ours, which keeps
+    `extra` (default `per_batch`) more groups in flight."""
+    extra = per_batch if extra is None else extra
     stream = iter(make_tasks())
     common: dict[str, Any] = {"env_workers": workers, "verify_workers": 2, "engine_slots": 64}
     fifo = SchedulerConfig(order="fifo", **common)
@@ -150,7 +154,7 @@ def arms(
         start = time.perf_counter()
         for version in range(batches):
             sched.set_policy_version(version)
-            sched.submit([next(stream) for _ in range(2 * per_batch - sched.inflight)])
+            sched.submit([next(stream) for _ in range(per_batch + extra - sched.inflight)])
             for group in sched.collect(per_batch):
                 staleness += [r.timings["staleness"] for r in group]
         ours_s = time.perf_counter() - start
@@ -197,15 +201,29 @@ def hf_mixed(batches: int, per_batch: int, workers: int) -> dict[str, float]:
 
     def make_tasks() -> list[Task]:
         return [
-            get_domain(names[s % 2]).generate(s, 1 + s % 10)
-            for s in range(batches * per_batch * 3)
+            get_domain(names[s % 2]).generate(s, 1 + s % 10) for s in range(batches * per_batch * 3)
         ]
 
     params = SamplingParams(max_tokens=48, temperature=1.0, n=4)
-    row = arms(make_tasks, engine, tokenizer, params, get_domain, batches, per_batch, workers)
+    row = arms(
+        make_tasks, engine, tokenizer, params, get_domain, batches, per_batch, workers,
+        extra=max(1, per_batch // 4),
+    )  # fmt: skip
     log(f"(c) HF engine, tiny model, addition + calculator, n=4, 48 tokens/turn: FIFO "
         f"{row['fifo_s']:.2f} s, ours {row['ours_s']:.2f} s, ratio {row['ratio_vs_fifo']:.2f}")  # fmt: skip
     return row
+
+
+def prefix_reuse(model: str) -> float:
+    """(d): 8 four-turn episodes, greedy, `bench/prefix_reuse.py`'s settings."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from prefix_reuse import measure
+
+    settings = argparse.Namespace(
+        episodes=8, turns=4, prompt_tokens=400, sample_tokens=32, env_tokens=64, repeats=1
+    )
+    log(f"(d) multi-turn prefix reuse, {model}, 8 episodes × 4 turns (bench/prefix_reuse.py):")
+    return measure(model, settings)
 
 
 def main() -> None:
@@ -216,6 +234,8 @@ def main() -> None:
     parser.add_argument("--batch-groups", type=int, default=8)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--skip-hf", action="store_true")
+    parser.add_argument("--skip-prefix", action="store_true")
+    parser.add_argument("--prefix-model", default="tiny", help="tiny or smollm2-135m")
     args = parser.parse_args()
     from posttrain.models.tiny import build_tokenizer
 
@@ -225,17 +245,14 @@ def main() -> None:
     a = overhead(tokenizer, args.tasks, args.n)
     b = long_tail(tokenizer, args.batches, args.batch_groups, args.workers)
     c = None if args.skip_hf else hf_mixed(args.batches, args.batch_groups, args.workers)
-    prefix = Path(__file__).with_name("prefix_reuse.py")
-    d = None
-    if prefix.exists():
-        log("(d) see bench/prefix_reuse.py (run separately: python bench/prefix_reuse.py)")
+    d = None if args.skip_prefix else prefix_reuse(args.prefix_model)
     result = {
         "episodes_per_s": round(a["episodes_per_s"], 1),
         "overhead_ms": round(a["overhead_ms"], 4),
         "longtail_ratio_vs_fifo": round(b["ratio_vs_fifo"], 3),
         "longtail_staleness_mean": round(b["staleness_mean"], 3),
         "hf_mixed_ratio_vs_fifo": None if c is None else round(c["ratio_vs_fifo"], 3),
-        "prefix_reuse_speedup": d,
+        "prefix_reuse_speedup": None if d is None else round(d, 3),
         "ray_episodes_per_s": None,
     }
     print(json.dumps(result))

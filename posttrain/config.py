@@ -182,6 +182,14 @@ class RolloutConfig(_Strict):
     episode_timeout_s: float | None = Field(
         None, gt=0, description="scheduled: an episode running longer is a recorded failure"
     )
+    tool_timeout_s: float = Field(
+        10.0, gt=0, description="a tool call running longer is abandoned (an error observation)"
+    )
+    tool_retries: int = Field(
+        2,
+        ge=0,
+        description="retries of a tool call after infrastructure errors (sandbox, connection)",
+    )
 
     @model_validator(mode="after")
     def _staleness(self) -> RolloutConfig:

@@ -149,6 +149,7 @@ class Rollout(JsonMixin):
     policy_version: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
+    tool_stats: dict[str, float] = field(default_factory=dict)  # tools/calls, tools/timeouts, ...
 
     @property
     def reward(self) -> float:

@@ -49,6 +49,11 @@ class GenerationRequest:
     # The conversation so far, for engines that take messages rather than token ids
     # (an OpenAI-compatible server); token engines ignore it.
     messages: list[Message] | None = None
+    # A stable id of the episode (unique per episode, not per task: n episodes share a
+    # task id). Engines that reuse the KV cache of the conversation prefix between turns
+    # (HFEngine) key it by this; a request without one never reuses. A request with
+    # n > 1 samples keeps sample s under f"{episode}/{s}" (`prefix_cache.sample_episode`).
+    episode: str | None = None
 
 
 @dataclass

@@ -6,6 +6,11 @@ by token with per-row temperature, top-p, token budget and stop strings; finishe
 rows are dropped from the batch once they are the majority. Returned logprobs are
 those of the sampled tokens under the sampling distribution (temperature applied).
 
+With `prefix_cache=True` (the default), a request that names its `episode` keeps
+its KV cache after generation, and the episode's next request, whose prompt extends
+the kept tokens, prefills only the new suffix (see `posttrain.engines.prefix_cache`);
+`release(episodes)` drops kept caches when episodes end.
+
 `generate(requests, on_token=fn)` also reports each token as soon as it is sampled,
 for streaming: `fn(request_index, sample_index, token_id, logprob)`, where
 `request_index` is the request's position in `requests` and `sample_index` the
@@ -22,12 +27,13 @@ stop strings is the caller's business.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import torch
-from transformers import DynamicCache, PreTrainedModel
+from transformers import PreTrainedModel
 
 from posttrain.engines.base import Completion, GenerationRequest, SamplingParams
+from posttrain.engines.prefix_cache import PrefixCache, build_prefill, sample_episode
 from posttrain.types import FinishReason
 
 # on_token(request_index, sample_index, token_id, logprob), called as each token is sampled.
@@ -38,8 +44,16 @@ class HFEngine:
     """Generation on an in-process transformers model (shared with the trainer)."""
 
     def __init__(
-        self, model: PreTrainedModel, tokenizer: object, max_batch_rows: int = 128, seed: int = 0
+        self,
+        model: PreTrainedModel,
+        tokenizer: object,
+        max_batch_rows: int = 128,
+        seed: int = 0,
+        prefix_cache: bool = True,
+        prefix_cache_tokens: int = 65_536,
     ) -> None:
+        """`prefix_cache`: keep the KV cache of requests that name an `episode` for that
+        episode's next turn; `prefix_cache_tokens`: the most tokens kept, over all episodes."""
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_rows = max_batch_rows
@@ -49,15 +63,25 @@ class HFEngine:
         eos |= set(gen_eos) if isinstance(gen_eos, list) else {gen_eos}
         self.stop_ids = sorted(i for i in eos if i is not None)
         self.pad_id = getattr(tokenizer, "pad_token_id", None) or self.stop_ids[0]
+        self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache else None
 
     def update_weights(self, state_dict: dict[str, torch.Tensor]) -> None:
         self.model.load_state_dict(state_dict)
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
+
+    def release(self, episodes: Iterable[str]) -> None:
+        """Drop the kept KV caches of `episodes` (ended episodes; unknown keys are ignored)."""
+        if self.prefix_cache is not None:
+            self.prefix_cache.release(episodes)
 
     def generate(
         self, requests: list[GenerationRequest], on_token: TokenCallback | None = None
     ) -> list[list[Completion]]:
         """`n` completions per request; `on_token`, when given, hears each token as it is
         sampled (see the module docstring)."""
+        if self.prefix_cache is not None:
+            self.prefix_cache.check_weights(self.model)  # a trainer step makes kept K/V stale
         out: list[list[Completion]] = []
         for chunk in self._chunks(requests):
             out.extend(self._generate_chunk(chunk, on_token, first_index=len(out)))
@@ -95,18 +119,20 @@ class HFEngine:
         prompts = [r.prompt_ids for r in requests]
         if any(not p for p in prompts):
             raise ValueError("GenerationRequest.prompt_ids must not be empty")
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)  # [P, L]
-        mask = torch.zeros((len(prompts), width), dtype=torch.long)  # [P, L]
-        for i, p in enumerate(prompts):
-            ids[i, width - len(p) :] = torch.tensor(p)
-            mask[i, width - len(p) :] = 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # [P, L]
-        cache = DynamicCache()
+        kept = self.prefix_cache
+        reused = [
+            kept.take(r.episode, r.prompt_ids) if kept is not None else None for r in requests
+        ]
+        device = next(self.model.parameters()).device
+        prefill = build_prefill(prompts, reused, self.pad_id, device)
+        if kept is not None:
+            kept.stats.prefilled_tokens += prefill.prefilled_tokens
+            kept.stats.reused_tokens += prefill.reused_tokens
+        cache, mask = prefill.cache, prefill.mask  # mask: [P, L], reused columns included
         logits = self.model(
-            input_ids=ids,
+            input_ids=prefill.ids,
             attention_mask=mask,
-            position_ids=positions,
+            position_ids=prefill.positions,
             cache=cache,
             logits_to_keep=1,
         ).logits[:, -1, :]  # [P, V]
@@ -124,6 +150,21 @@ class HFEngine:
         owners = owner.tolist()
         call_index = [first_index + i for i in owners]  # row -> request index in the call
         sample_of = [s for r in requests for s in range(r.params.n)]  # row -> sample index
+        episodes = [requests[i].episode for i in owners]
+        keep_as = [  # row -> the key its KV cache is kept under, None: not kept
+            sample_episode(e, s, requests[i].params.n)
+            if kept is not None and e is not None
+            else None
+            for e, s, i in zip(episodes, sample_of, owners, strict=True)
+        ]
+
+        def keep_kv(active: list[int], mask: torch.Tensor, leaving: list[int]) -> None:
+            """Keep the K/V of the batch slots `leaving` (their rows are done): prompt +
+            sampled tokens but the last, which a row never feeds while it is active."""
+            if kept is not None:
+                done = [active[s] for s in leaving]
+                covered = [prompts[owners[r]] + tokens[r][:-1] for r in done]
+                kept.keep_rows(cache, mask, leaving, [keep_as[r] for r in done], covered)
 
         rows = len(params)
         tokens: list[list[int]] = [[] for _ in range(rows)]
@@ -154,10 +195,15 @@ class HFEngine:
             keep = [s for s, row in enumerate(active) if reasons[row] is None]
             if not keep:
                 break
+            prune = len(keep) <= len(active) // 2  # drop finished rows when they are the majority
+            if prune:
+                keep_kv(
+                    active, mask, [s for s, row in enumerate(active) if reasons[row] is not None]
+                )
             feed = chosen[:, None]  # [A, 1]
             mask = torch.cat([mask, torch.ones((len(active), 1), dtype=torch.long)], dim=-1)
             pos = next_pos[:, None]
-            if len(keep) <= len(active) // 2:  # drop finished rows when they are the majority
+            if prune:
                 index = torch.tensor(keep)
                 cache.batch_select_indices(index)
                 feed, mask, pos, next_pos = feed[index], mask[index], pos[index], next_pos[index]
@@ -166,6 +212,7 @@ class HFEngine:
                 input_ids=feed, attention_mask=mask, position_ids=pos, cache=cache
             ).logits[:, -1, :]
             next_pos = next_pos + 1
+        keep_kv(active, mask, list(range(len(active))))
 
         results: list[list[Completion]] = [[] for _ in requests]
         for row, req_index in enumerate(owners):

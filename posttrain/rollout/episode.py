@@ -28,10 +28,19 @@ from typing import Any
 
 from posttrain.domains.base import Domain, Session
 from posttrain.engines.base import Completion, Engine, GenerationRequest, SamplingParams
+from posttrain.engines.prefix_cache import sample_episode
 from posttrain.rollout.context_strategy import OverLongPolicy, PromptTooLongError, fit_prompt
 from posttrain.sandbox.results import SandboxError
-from posttrain.tools import ParsedCalls, parse_tool_calls
-from posttrain.types import Message, Rollout, Task, Turn, Verdict
+from posttrain.tools import (
+    ParsedCalls,
+    ToolCounters,
+    ToolPolicy,
+    count_parse_errors,
+    detect_tool_format,
+    guarded_call,
+    parse_for_format,
+)
+from posttrain.types import Message, Observation, Rollout, Task, ToolCall, Turn, Verdict
 
 MAX_RESUMES = 3  # fresh sessions per episode after sandbox failures
 
@@ -94,6 +103,11 @@ class EpisodeState:
     model_seconds: float = 0.0
     queue_s: float = 0.0  # waiting for the engine (the scheduler's)
     snapshot: Any = None  # the session's state after the last environment turn
+    tool_format: str = "tool_call"  # how the model writes tool calls (`tools/formats.py`)
+    tool_policy: ToolPolicy = field(default_factory=ToolPolicy)
+    tool_counters: ToolCounters = field(default_factory=ToolCounters)
+    group_key: str = ""  # the engine's KV-cache key of the group's first turn
+    cache_key: str = ""  # ... and of this episode's later turns
     resumes: int = 0  # sessions replaced after their sandbox died
 
 
@@ -106,8 +120,10 @@ def run_episodes(
     policy_version: int = 0,
     max_context: int | None = None,
     over_long: OverLongPolicy | None = None,
+    tool_policy: ToolPolicy | None = None,
 ) -> list[list[Rollout]]:
     """Run `params.n` episodes per task; returns, per task, its `n` verified rollouts.
+    Tool calls go through `tools.guarded_call` under `tool_policy` (default `ToolPolicy()`).
 
     With `max_context` (the model's window), a prompt that leaves fewer than
     `params.max_tokens` tokens free is handled by `over_long` (default: `error`)."""
@@ -119,7 +135,7 @@ def run_episodes(
     episodes: list[list[EpisodeState]] = []
     fitting = []
     for task in tasks:
-        group = open_group(task, n, get_domain, tokenizer, params, max_context, policy)
+        group = open_group(task, n, get_domain, tokenizer, params, max_context, policy, tool_policy)
         episodes.append(group)
         if not group[0].done:
             fitting.append(group)
@@ -129,9 +145,7 @@ def run_episodes(
     start = time.perf_counter()
     first = engine.generate(
         [
-            GenerationRequest(
-                g[0].prompt_ids, params, key=g[0].task.id, turn=0, messages=list(g[0].messages)
-            )
+            first_request(g, params)
             for g in fitting
         ]
     ) if fitting else []  # fmt: skip
@@ -142,16 +156,7 @@ def run_episodes(
             _advance(ep, completion, tokenizer, max_context, params.max_tokens)
 
     while active := [e for e in flat if not e.done]:
-        requests = [
-            GenerationRequest(
-                e.prompt_ids + e.completion_ids,
-                one,
-                key=e.task.id,
-                turn=len(e.turns),
-                messages=list(e.messages),
-            )
-            for e in active
-        ]
+        requests = [next_request(e, one) for e in active]
         start = time.perf_counter()
         results = engine.generate(requests)
         elapsed = (time.perf_counter() - start) / len(active)
@@ -159,7 +164,33 @@ def run_episodes(
             ep.model_seconds += elapsed
             _advance(ep, completions[0], tokenizer, max_context, params.max_tokens)
 
+    release_caches(engine, flat)
     return [[finish(e, policy_version) for e in group] for group in episodes]
+
+
+def first_request(group: list[EpisodeState], params: SamplingParams) -> GenerationRequest:
+    """A group's first turn: one request, `params.n` samples sharing the prefill."""
+    ep = group[0]
+    return GenerationRequest(
+        ep.prompt_ids, params, key=ep.task.id, turn=0, messages=list(ep.messages),
+        episode=ep.group_key,
+    )  # fmt: skip
+
+
+def next_request(ep: EpisodeState, one: SamplingParams) -> GenerationRequest:
+    """An episode's next turn: its whole sequence so far, whose prefix the engine may
+    still hold in its KV cache under the episode's key."""
+    return GenerationRequest(
+        ep.prompt_ids + ep.completion_ids, one, key=ep.task.id, turn=len(ep.turns),
+        messages=list(ep.messages), episode=ep.cache_key,
+    )  # fmt: skip
+
+
+def release_caches(engine: Any, episodes: Sequence[EpisodeState]) -> None:
+    """Let the engine drop the KV caches it keeps for `episodes` (if it keeps any)."""
+    release = getattr(engine, "release", None)
+    if release is not None and episodes:
+        release([e.cache_key for e in episodes])
 
 
 def open_group(
@@ -170,6 +201,7 @@ def open_group(
     params: SamplingParams,
     max_context: int | None,
     policy: OverLongPolicy,
+    tool_policy: ToolPolicy | None = None,
 ) -> list[EpisodeState]:
     """`n` fresh episodes of `task`, its prompt fitted to `max_context` by `policy`; a
     prompt that cannot fit gives `n` episodes already done with the reason as error."""
@@ -180,6 +212,11 @@ def open_group(
         except PromptTooLongError as exc:
             problem = str(exc)
     group = [_open(task, get_domain(task.domain), tokenizer) for _ in range(n)]
+    fmt = detect_tool_format(tokenizer)
+    group_key = uuid.uuid4().hex
+    for k, ep in enumerate(group):
+        ep.tool_format, ep.tool_policy = fmt, tool_policy or ep.tool_policy
+        ep.group_key, ep.cache_key = group_key, sample_episode(group_key, k, n)
     for ep in group if problem is not None else ():
         ep.error, ep.done = problem, True
     return group
@@ -209,7 +246,7 @@ def _advance(
 def record_turn(ep: EpisodeState, completion: Completion) -> ParsedCalls:
     """Append one sampled assistant turn (its exact ids and logprobs) to the episode;
     the episode is done unless the turn stopped normally and a session can reply."""
-    parsed = parse_tool_calls(completion.text)
+    parsed = parse_for_format(completion.text, ep.tool_format)
     turn = Turn(
         text=completion.text,
         token_ids=list(completion.token_ids),
@@ -239,7 +276,7 @@ def environment_step(
     none, at `max_turns`, when the context is full, or when the session fails."""
     turn = ep.turns[-1]
     try:
-        new = _reply_resuming(ep, parsed)
+        new = _environment_reply(ep, parsed.calls, parsed.errors)
         if not new or len(ep.turns) >= ep.domain.max_turns:
             ep.done = True
             return
@@ -272,17 +309,35 @@ def _snapshot(session: Session | None) -> Any:
         return None
 
 
-def _reply_resuming(ep: EpisodeState, parsed: ParsedCalls) -> list[Message]:
-    """`_environment_reply`; when the session's sandbox dies (`SandboxError`), the turn
-    is served again on a fresh session restored from the snapshot taken after the
-    previous turn, up to `MAX_RESUMES` times per episode."""
-    while True:
-        try:
-            return _environment_reply(ep, parsed.calls, parsed.errors)
-        except SandboxError:
-            if ep.snapshot is None or ep.resumes >= MAX_RESUMES:
-                raise
-        _resume(ep)
+class _ResumingSession:
+    """The episode's session as the tool guard sees it: a call whose sandbox died
+    (`SandboxError`) is served again on a fresh session restored from the snapshot
+    after the previous turn, with this turn's earlier calls replayed first, up to
+    `MAX_RESUMES` times per episode."""
+
+    def __init__(self, ep: EpisodeState) -> None:
+        self.ep = ep
+        self.served: list[ToolCall] = []  # this turn's calls so far
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return list(getattr(self.ep.session, "tools", []))
+
+    def call(self, tool_call: ToolCall) -> Observation:
+        ep = self.ep
+        while True:
+            assert ep.session is not None
+            try:
+                observation = ep.session.call(tool_call)
+                break
+            except SandboxError:
+                if ep.snapshot is None or ep.resumes >= MAX_RESUMES:
+                    raise  # the guard retries, then answers with an error observation
+            _resume(ep)
+            for earlier in self.served:
+                ep.session.call(earlier)
+        self.served.append(tool_call)
+        return observation
 
 
 def _resume(ep: EpisodeState) -> None:
@@ -306,10 +361,9 @@ def _environment_reply(ep: EpisodeState, calls: list[Any], errors: list[str]) ->
     """Tool observations for the calls (and parse errors), else the scripted user's turn."""
     assert ep.session is not None
     if calls or errors:
-        replies = []
-        for call in calls:
-            obs = ep.session.call(call)
-            replies.append(Message("tool", obs.content, name=call.name))
+        count_parse_errors(ep.tool_counters, errors)
+        session = _ResumingSession(ep)
+        replies = [guarded_call(session, c, ep.tool_policy, ep.tool_counters).message for c in calls]  # fmt: skip
         replies += [Message("tool", f"error: {e}") for e in errors]
         return replies
     user = ep.session.user_turn(ep.messages[-1])
@@ -349,6 +403,11 @@ def finish(ep: EpisodeState, policy_version: int) -> Rollout:
         except Exception as exc:
             rollout.timings["close_failed"] = 1.0
             rollout.error = rollout.error or f"session close failed: {exc}"
+    rollout.tool_stats = (
+        ep.tool_counters.as_metrics()
+        if ep.tool_counters.calls or ep.tool_counters.malformed
+        else {}
+    )
     rollout.timings["model_s"] = ep.model_seconds
     if ep.resumes:
         rollout.timings["sandbox_resumes"] = float(ep.resumes)

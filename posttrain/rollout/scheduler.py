@@ -58,10 +58,14 @@ from posttrain.rollout.episode import (
     EpisodeState,
     environment_step,
     finish,
+    first_request,
+    next_request,
     open_group,
     record_turn,
+    release_caches,
 )
 from posttrain.rollout.stage_stats import StageStats
+from posttrain.tools import ToolPolicy
 from posttrain.types import Rollout, Task
 
 
@@ -144,18 +148,21 @@ class Scheduler:
         max_context: int | None = None,
         over_long: OverLongPolicy | None = None,
         lengths: LengthModel | None = None,
+        tool_policy: ToolPolicy | None = None,
     ) -> None:
         self.engine, self.tokenizer, self.get_domain = engine, tokenizer, get_domain
         self.params, self.cfg = params, config or SchedulerConfig()
         self.one = SamplingParams(params.max_tokens, params.temperature, params.top_p, 1, params.stop)  # fmt: skip
         self.max_context, self.over_long = max_context, over_long or OverLongPolicy()
         self.lengths = lengths or LengthModel()
+        self.tool_policy = tool_policy
         self.stats = {name: StageStats(name) for name in ("engine", "env", "verify")}
         self._cond = threading.Condition()
         self._heap: list[_Work] = []
         self._seq = itertools.count()
         self._groups = itertools.count()
         self._done: deque[_Group] = deque()
+        self._finished: list[EpisodeState] = []  # episodes whose engine caches can go
         self._inflight = 0
         self._version = 0
         self._closed = False
@@ -175,7 +182,7 @@ class Scheduler:
         for task in tasks:
             group_eps = open_group(
                 task, self.params.n, self.get_domain, self.tokenizer, self.params,
-                self.max_context, self.over_long,
+                self.max_context, self.over_long, self.tool_policy,
             )  # fmt: skip
             with self._cond:
                 while self._inflight >= self.cfg.max_inflight_groups and not self._closed:
@@ -264,6 +271,8 @@ class Scheduler:
             self._closed = True
             self._cond.notify_all()
         self._thread.join()
+        release_caches(self.engine, self._finished)
+        self._finished = []
         self._env.shutdown(wait=True, cancel_futures=True)
         self._verify.shutdown(wait=True, cancel_futures=True)
 
@@ -292,12 +301,19 @@ class Scheduler:
             self._cond.notify_all()
 
     def _take(self) -> list[_Work] | None:
-        """Up to `engine_slots` sequences of the most urgent work; None once closed."""
+        """Up to `engine_slots` sequences of the most urgent work (none when there were
+        only caches to release); None once closed."""
         with self._cond:
-            while not self._heap and not self._closed:
+            while not self._heap and not self._finished and not self._closed:
                 self._cond.wait()
             if self._closed:
                 return None
+            finished, self._finished = self._finished, []
+        with self._engine_lock:  # the engine's KV caches of finished episodes go first
+            release_caches(self.engine, finished)
+        with self._cond:
+            if not self._heap:
+                return []
             batch = [heapq.heappop(self._heap)]
             rows = batch[0].rows
             while self._heap and rows + self._heap[0].rows <= self.cfg.engine_slots:
@@ -309,6 +325,8 @@ class Scheduler:
 
     def _engine_loop(self) -> None:
         while (batch := self._take()) is not None:
+            if not batch:
+                continue
             try:
                 self._serve(batch)
             except Exception as exc:  # a bug here must fail episodes, not hang the run
@@ -366,15 +384,8 @@ class Scheduler:
 
     def _request(self, w: _Work) -> GenerationRequest:
         if w.episode is None:
-            ep = w.group.episodes[0]
-            return GenerationRequest(
-                ep.prompt_ids, self.params, key=ep.task.id, turn=0, messages=list(ep.messages)
-            )
-        ep = w.episode
-        return GenerationRequest(
-            ep.prompt_ids + ep.completion_ids, self.one, key=ep.task.id,
-            turn=len(ep.turns), messages=list(ep.messages),
-        )  # fmt: skip
+            return first_request(w.group.episodes, self.params)
+        return next_request(w.episode, self.one)
 
     def _episodes(self, w: _Work) -> list[EpisodeState]:
         return w.group.episodes if w.episode is None else [w.episode]
@@ -413,6 +424,9 @@ class Scheduler:
         if not ep.done:
             self._enqueue(group, ep)
             return
+        with self._cond:
+            self._finished.append(ep)  # the engine thread releases its KV cache
+            self._cond.notify_all()
         self._to_verify(group, next(i for i, e in enumerate(group.episodes) if e is ep))
 
     def _to_verify(self, group: _Group, i: int) -> None:

@@ -47,6 +47,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, overload
 
 from posttrain.sandbox import layers
@@ -153,11 +154,14 @@ class Sandbox:
             )
             argv = self._cgroups.join_prefix() + argv
         try:
-            self._proc = subprocess.Popen(
-                argv, pass_fds=pass_fds, env=env, start_new_session=True,
+            # Started from a thread that lives as long as the process: bwrap's
+            # --die-with-parent follows the *thread* that forked it, so a sandbox started
+            # from a short-lived thread (a tool call's, a pool's) would die with it.
+            self._proc = _LAUNCHER.submit(
+                subprocess.Popen, argv, pass_fds=pass_fds, env=env, start_new_session=True,
                 cwd=layers.INSIDE_DIR.parent if self.mode != "bwrap" else "/",
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            )  # fmt: skip
+            ).result()  # fmt: skip
         finally:
             theirs.close()
             if seccomp_fd >= 0:
@@ -427,6 +431,10 @@ class Sandbox:
             sandbox.close()
             raise
         return sandbox
+
+
+# One idle worker thread for the whole process (ThreadPoolExecutor keeps it until exit).
+_LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-launcher")
 
 
 def _descendants(root: int) -> list[int]:

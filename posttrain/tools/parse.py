@@ -84,20 +84,28 @@ def _decode_call(body: str, index: int) -> ToolCall | str:
     except (ValueError, RecursionError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
         return f"{where}: invalid JSON ({reason}) in {_snippet(body)}"
+    return call_from_payload(payload, index)
+
+
+def call_from_payload(payload: Any, index: int) -> ToolCall | str:
+    """A ToolCall from one decoded call object (`{"name", "arguments"}`, or Llama's
+    `"parameters"`; either may be a JSON string), or a message saying what is wrong."""
+    where = f"tool call {index}"
     if not isinstance(payload, dict):
         return f"{where}: expected a JSON object, got {type(payload).__name__}"
     name = payload.get("name")
     if not isinstance(name, str) or not name.strip():
         return f'{where}: missing "name" (a non-empty string)'
     where = f"{where} ({_snippet(name)})"
-    arguments: Any = payload.get("arguments", {})
+    key = "parameters" if "parameters" in payload and "arguments" not in payload else "arguments"
+    arguments: Any = payload.get(key, {})
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
         except (ValueError, RecursionError):
-            return f'{where}: "arguments" is a string that is not valid JSON'
+            return f'{where}: "{key}" is a string that is not valid JSON'
     if not isinstance(arguments, dict):
-        return f'{where}: "arguments" must be a JSON object, got {type(arguments).__name__}'
+        return f'{where}: "{key}" must be a JSON object, got {type(arguments).__name__}'
     return ToolCall(name=name.strip(), arguments=arguments)
 
 

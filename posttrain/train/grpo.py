@@ -261,6 +261,7 @@ def train_grpo(
                         "completion_tokens": sum(lengths) / len(lengths),
                         "errors": float(sum(r.error is not None for r in rollouts)),
                         **error_rates(rollouts),
+                        **tool_metrics(rollouts),
                         "rollout_s": rollout_s,
                         "update_s": time.perf_counter() - t1,
                         "tokens_per_s": sum(lengths) / max(rollout_s, 1e-9),
@@ -332,6 +333,15 @@ def error_rates(rollouts: list[Rollout]) -> dict[str, float]:
         "verifier_error_rate": sum(r.verdict.error is not None for r in rollouts) / n,
         "sandbox_error_rate": sum((r.error or "").startswith("session") for r in rollouts) / n,
     }
+
+
+def tool_metrics(rollouts: list[Rollout]) -> dict[str, float]:
+    """Tool-call outcomes of the batch (`tools/calls`, `tools/timeouts`, ...), summed."""
+    out: dict[str, float] = {}
+    for r in rollouts:
+        for key, value in r.tool_stats.items():
+            out[key] = out.get(key, 0.0) + value
+    return out
 
 
 def by_family(rollouts: list[Rollout]) -> dict[str, float]:

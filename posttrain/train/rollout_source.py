@@ -35,6 +35,7 @@ from posttrain.engines.base import Engine, SamplingParams
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import run_episodes
 from posttrain.rollout.scheduler import Scheduler, SchedulerConfig
+from posttrain.tools import ToolPolicy
 from posttrain.train.mixture import TaskSampler
 from posttrain.types import Rollout, Task
 
@@ -63,8 +64,10 @@ class LockstepSource:
         params: SamplingParams,
         max_context: int | None,
         over_long: OverLongPolicy | None,
+        tool_policy: ToolPolicy | None = None,
     ) -> None:
         self.engine, self.tokenizer, self.sampler = engine, tokenizer, sampler
+        self.tool_policy = tool_policy
         self.get_domain, self.params = get_domain, params
         self.max_context, self.over_long = max_context, over_long
 
@@ -73,6 +76,7 @@ class LockstepSource:
         groups = run_episodes(
             tasks, self.engine, self.tokenizer, self.params, self.get_domain,
             policy_version=version, max_context=self.max_context, over_long=self.over_long,
+            tool_policy=self.tool_policy,
         )  # fmt: skip
         return list(zip(tasks, groups, strict=True))
 
@@ -114,8 +118,9 @@ class ScheduledSource:
             episode_timeout_s=cfg.episode_timeout_s,
         )
         self.scheduler = Scheduler(
-            engine, tokenizer, get_domain, params, sched_cfg, max_context, over_long
-        )
+            engine, tokenizer, get_domain, params, sched_cfg, max_context, over_long,
+            tool_policy=tool_policy(cfg),
+        )  # fmt: skip
         self.dropped = 0
         self.last_staleness: list[float] = []
 
@@ -156,6 +161,11 @@ class ScheduledSource:
 
     def close(self) -> None:
         self.scheduler.close()
+
+
+def tool_policy(cfg: RolloutConfig) -> ToolPolicy:
+    """The tool guard's policy from the run's `rollout:` settings."""
+    return ToolPolicy(timeout_s=cfg.tool_timeout_s, retries=cfg.tool_retries)
 
 
 def make_source(

@@ -12,13 +12,19 @@ from posttrain.domains.arithmetic import AdditionDomain
 from posttrain.domains.calculator import CalculatorDomain, CalculatorSession
 from posttrain.engines import ReplayEngine, SamplingParams
 from posttrain.rollout.episode import replay_references, run_episodes
-from posttrain.types import Observation, Rollout, Task, ToolCall, Verdict
+from posttrain.types import Message, Observation, Rollout, Task, ToolCall, Verdict
 
 PARAMS = SamplingParams(max_tokens=256, temperature=0.0)
 
 
 class ExplodingSession(CalculatorSession):
+    """Every tool call raises (the guard turns that into an observation), and so does
+    the end of the episode (a session crash: a recorded failure)."""
+
     def call(self, tool_call: ToolCall) -> Observation:
+        raise RuntimeError("the sandbox went away")
+
+    def user_turn(self, assistant_message: Message) -> Message | None:
         raise RuntimeError("the sandbox went away")
 
 
@@ -141,6 +147,8 @@ def test_a_session_that_raises_is_a_recorded_failure_of_its_episode_only(
     assert not crashed.verdict.passed
     assert good.verdict.passed and other.verdict.passed
     assert good.error is None and other.error is None
+    [observation] = crashed.turns[0].observations  # the tool's crash, shown to the model
+    assert observation.content == "error: tool failed: RuntimeError: the sandbox went away"
 
 
 def test_a_verifier_that_raises_gives_a_verdict_error_and_reward_zero(tokenizer: Any) -> None:

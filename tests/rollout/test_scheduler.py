@@ -69,6 +69,7 @@ class SlowEngine:
     def __init__(self, tokenizer: Any, delay: float = 0.0) -> None:
         self.tokenizer, self.delay, self.calls = tokenizer, delay, []  # type: list[list[str]]
         self.failures: list[Exception] = []
+        self.busy = threading.Event()  # set once a call has begun
 
     def update_weights(self, state_dict: Any) -> None:
         pass
@@ -76,6 +77,7 @@ class SlowEngine:
     def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
         if self.failures:
             raise self.failures.pop(0)
+        self.busy.set()
         time.sleep(self.delay)
         self.calls.append([r.key for r in requests])
         ids = [*self.tokenizer.encode("5", add_special_tokens=False), self.tokenizer.eos_token_id]
@@ -96,14 +98,18 @@ def test_the_longest_predicted_work_goes_first_and_aging_lets_old_short_work_thr
     cfg = SchedulerConfig(engine_slots=1, aging=0.0)
     with Scheduler(engine, tokenizer, lookup, PARAMS, cfg, lengths=lengths) as sched:
         # The engine is busy with the first task while the other two queue.
-        sched.submit([addition(0, 1), addition(1, 1), addition(2, 9)])
+        sched.submit([addition(0, 1)])
+        assert engine.busy.wait(2.0)
+        sched.submit([addition(1, 1), addition(2, 9)])
         sched.collect(3)
     assert [c[0] for c in engine.calls[1:]] == [addition(2, 9).id, addition(1, 1).id]
 
     engine = SlowEngine(tokenizer, delay=0.05)
     cfg = SchedulerConfig(engine_slots=1, aging=1e5)  # 20 ms of waiting outweighs 50 s
     with Scheduler(engine, tokenizer, lookup, PARAMS, cfg, lengths=lengths) as sched:
-        sched.submit([addition(0, 1), addition(1, 1)])
+        sched.submit([addition(0, 1)])
+        assert engine.busy.wait(2.0)
+        sched.submit([addition(1, 1)])
         time.sleep(0.02)
         sched.submit([addition(2, 9)])
         sched.collect(3)

@@ -1,0 +1,197 @@
+"""Tool calls in a model's own chat-template format, beside the `<tool_call>` convention.
+
+    fmt = detect_tool_format(tokenizer)        # "tool_call" | "llama3_json" | "mistral"
+    parsed = parse_for_format(completion.text, fmt)   # ParsedCalls; never raises
+
+Formats (`TOOL_FORMATS`):
+- `"tool_call"` — Hermes, Qwen2.5/Qwen3 and the built-in models:
+  `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` anywhere in the text
+  (`parse_tool_calls`).
+- `"llama3_json"` — Llama 3.1/3.2/3.3 custom tools: the message is
+  `{"name": ..., "parameters": {...}}` ("arguments" accepted too), optionally after
+  `<|python_tag|>`; several calls may follow one another, separated by `;`.
+- `"mistral"` — `[TOOL_CALLS]` then a JSON array `[{"name": ..., "arguments": {...}}]`
+  (v3 tokenizers) or `name[ARGS]{...}` (v11 and later; `[CALL_ID]id` is skipped).
+
+`detect_tool_format` looks for each format's markers in the tokenizer's chat template
+(`[TOOL_CALLS]`, `<|python_tag|>`, `<tool_call>`, Llama 3.2's `"parameters": `), then
+in its added tokens; a tokenizer with none (SmolLM2's ChatML) gets `"tool_call"`.
+`template_renders_tools` says whether the template uses a `tools` argument at all:
+neither the built-in tiny template nor SmolLM2's does — `apply_chat_template(...,
+tools=schemas)` runs and silently drops the schemas there, so domains describe their
+tools in the prompt themselves.
+
+Not guaranteed: Llama's built-in tool syntax (`<|python_tag|>brave_search.call(...)`)
+and code after `<|python_tag|>` are reported as errors, not run. Without the tag, a
+Llama-format message is a call only when it opens with a JSON object holding "name"
+and "parameters"/"arguments" — an answer that is exactly such JSON is taken for a
+call, and text that merely opens with `{` is an answer, not a malformed call.
+Content around the calls is not returned; detection reads template text only, so a
+template that renders tool calls some other way falls back to `"tool_call"`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from posttrain.tools.arguments import snippet
+from posttrain.tools.parse import TOOL_CALL_OPEN, ParsedCalls, call_from_payload, parse_tool_calls
+
+TOOL_FORMATS = ("tool_call", "llama3_json", "mistral")
+PYTHON_TAG = "<|python_tag|>"
+MISTRAL_TOOL_CALLS = "[TOOL_CALLS]"
+MISTRAL_ARGS = "[ARGS]"
+MISTRAL_CALL_ID = "[CALL_ID]"
+
+# Checked in order: a Llama 3.1 template also writes '"parameters": ' for custom tools.
+_TEMPLATE_MARKERS = (
+    (MISTRAL_TOOL_CALLS, "mistral"),
+    (PYTHON_TAG, "llama3_json"),
+    (TOOL_CALL_OPEN, "tool_call"),
+    ('"parameters": ', "llama3_json"),  # Llama 3.2's template has no python tag
+)
+_SEPARATOR = re.compile(r"\s*;?\s*")
+_DECODER = json.JSONDecoder()
+
+
+def detect_tool_format(tokenizer: Any) -> str:
+    """The tool-call format the tokenizer's chat template teaches; `"tool_call"` when
+    it shows none."""
+    template = _template_text(tokenizer)
+    for marker, fmt in _TEMPLATE_MARKERS:
+        if marker in template:
+            return fmt
+    get_added = getattr(tokenizer, "get_added_vocab", None)
+    added = get_added() if callable(get_added) else {}
+    for marker, fmt in _TEMPLATE_MARKERS[:3]:
+        if isinstance(added, dict) and marker in added:
+            return fmt
+    return "tool_call"
+
+
+def template_renders_tools(tokenizer: Any) -> bool:
+    """Whether the chat template reads a `tools` variable (so `apply_chat_template(...,
+    tools=schemas)` shows the schemas to the model rather than dropping them)."""
+    return re.search(r"\btools\b", _template_text(tokenizer)) is not None
+
+
+def _template_text(tokenizer: Any) -> str:
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, str):
+        return template
+    if isinstance(template, dict):  # named templates, e.g. {"default": ..., "tool_use": ...}
+        return "\n".join(t for t in template.values() if isinstance(t, str))
+    if isinstance(template, list):  # the older [{"name": ..., "template": ...}] form
+        return "\n".join(str(t.get("template", "")) for t in template if isinstance(t, dict))
+    return ""
+
+
+def parse_for_format(text: str, fmt: str) -> ParsedCalls:
+    """The calls in `text` written in format `fmt` (one of `TOOL_FORMATS`), with one
+    message per malformed call. Never raises for any text; an unknown `fmt` is a
+    programming error (ValueError).
+
+    >>> parse_for_format('{"name": "add", "parameters": {"a": 1}}', "llama3_json").calls
+    [ToolCall(name='add', arguments={'a': 1}, id='call_0')]
+    >>> parse_for_format('[TOOL_CALLS]add[ARGS]{"a": 1}', "mistral").calls[0].arguments
+    {'a': 1}
+    """
+    if fmt not in TOOL_FORMATS:
+        raise ValueError(f"unknown tool format {fmt!r}; expected one of {TOOL_FORMATS}")
+    if not isinstance(text, str):
+        return ParsedCalls(errors=[f"expected text, got {type(text).__name__}"])
+    if fmt == "tool_call":
+        return parse_tool_calls(text)
+    items = _llama_items(text) if fmt == "llama3_json" else _mistral_items(text)
+    parsed = ParsedCalls()
+    for index, item in enumerate(items):
+        decoded = item if isinstance(item, str) else call_from_payload(item, index)
+        if isinstance(decoded, str):
+            parsed.errors.append(decoded)
+            continue
+        decoded.id = f"call_{len(parsed.calls)}"
+        parsed.calls.append(decoded)
+    return parsed
+
+
+def _decode_at(text: str, pos: int) -> tuple[Any, int] | str:
+    """The JSON value starting at `pos` and the index after it, or why there is none."""
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError as exc:
+        return f"invalid JSON ({exc.msg}) in {snippet(text[pos : pos + 60])}"
+    except (ValueError, RecursionError) as exc:
+        return f"invalid JSON ({type(exc).__name__}) in {snippet(text[pos : pos + 60])}"
+
+
+def _looks_like_call(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("name"), str)
+        and ("parameters" in value or "arguments" in value)
+    )
+
+
+def _llama_items(text: str) -> list[Any]:
+    """Call payloads (dicts) and error messages (str), in order, from a Llama message."""
+    tag = text.find(PYTHON_TAG)
+    tagged = tag >= 0
+    body = text[tag + len(PYTHON_TAG) :] if tagged else text
+    pos = _skip_separator(body, 0)
+    if pos >= len(body) or body[pos] != "{":
+        if tagged:  # the tag promises a call
+            got = snippet(body[pos : pos + 60])
+            return [f"tool call 0: expected a JSON object after {PYTHON_TAG}, got {got}"]
+        return []
+    items: list[Any] = []
+    while pos < len(body):
+        decoded = _decode_at(body, pos)
+        if isinstance(decoded, str):
+            if not items and not tagged:
+                return []  # text that happens to open with a brace: an answer, not a call
+            items.append(f"tool call {len(items)}: {decoded} at character {pos}")
+            break
+        value, pos = decoded
+        if not items and not tagged and not _looks_like_call(value):
+            return []  # a JSON answer, not a call
+        items.append(value)
+        pos = _skip_separator(body, pos)
+    return items
+
+
+def _skip_separator(text: str, pos: int) -> int:
+    match = _SEPARATOR.match(text, pos)
+    return match.end() if match else pos
+
+
+def _mistral_items(text: str) -> list[Any]:
+    """Call payloads (dicts) and error messages (str), in order, from a Mistral message."""
+    items: list[Any] = []
+    for segment in text.split(MISTRAL_TOOL_CALLS)[1:]:
+        body = segment.lstrip()
+        if body.startswith("[") or body.startswith("{"):
+            decoded = _decode_at(body, 0)
+            if isinstance(decoded, str):
+                items.append(f"tool call {len(items)}: {decoded}")
+            elif isinstance(decoded[0], list):
+                items.extend(decoded[0])
+            else:
+                items.append(decoded[0])
+            continue
+        name, found, rest = body.partition(MISTRAL_ARGS)
+        name = name.split(MISTRAL_CALL_ID, 1)[0].strip()
+        if not found:
+            items.append(
+                f"tool call {len(items)}: {MISTRAL_TOOL_CALLS} must be followed by a JSON "
+                f"array or name{MISTRAL_ARGS}{{...}}, got {snippet(body[:60])}"
+            )
+            continue
+        start = len(rest) - len(rest.lstrip())
+        decoded = _decode_at(rest, start)
+        if isinstance(decoded, str):
+            items.append(f"tool call {len(items)} ({snippet(name)}): arguments: {decoded}")
+        else:
+            items.append({"name": name, "arguments": decoded[0]})
+    return items
