@@ -15,6 +15,10 @@
     posttrain report RUN               # (re)write the run's report.html
     posttrain serve CHECKPOINT [--port 8000] [--api-key-env VAR]   # OpenAI-compatible server
     posttrain view RUN [--port 8001]   # browse the run's rollouts (read-only)
+    posttrain traces list RUN [--domain D] [--failed] [--stage S] [--limit N] [--json]
+    posttrain traces show RUN ID [--json]   # one rollout: turns, tool calls, tokens, verdict
+    posttrain rescore RUN [--domain D] [--stage S] [--json]   # current verifiers vs stored verdicts
+    posttrain export RUN --format sft|dpo|rl [--out FILE.jsonl|.parquet] [--min-reward R]
     posttrain sandbox doctor           # which isolation layers this machine offers, and why
     posttrain sandbox exec --timeout 5 --mem 256 -- python3 -c 'print(1)'
     posttrain sandbox bench            # warm pool vs fresh bwrap vs plain subprocess
@@ -37,6 +41,7 @@ from posttrain.cli_console import console, err_console, fail
 from posttrain.cli_domains import domains_app, score
 from posttrain.cli_eval import compare_command, eval_command, report_command
 from posttrain.cli_serve import serve
+from posttrain.cli_traces import export_command, rescore_command, traces_app
 from posttrain.cli_view import view
 
 app = typer.Typer(
@@ -52,6 +57,9 @@ app.command("compare")(compare_command)
 app.command("report")(report_command)
 app.command("serve")(serve)
 app.command("view")(view)
+app.add_typer(traces_app, name="traces")
+app.command("rescore")(rescore_command)
+app.command("export")(export_command)
 sandbox_app = typer.Typer(help="Isolated execution: doctor, exec, bench.", no_args_is_help=True)
 app.add_typer(sandbox_app, name="sandbox")
 

@@ -5,6 +5,8 @@
         mark = traces.high_water_mark()            # saved with a checkpoint
         for rollout in traces.iter_rollouts(stage="grpo", after=mark):
             ...
+        rows = traces.query(domain="arith", failed=True, limit=20)   # light rows, no JSON decoded
+        rollout = traces.get("3f2a9c")                                # an id or a unique prefix
 
 One table, `rollouts`, keyed by the rollout id. `record` inserts a batch in one
 transaction with `INSERT OR IGNORE`, so recording the same rollout twice (a
@@ -14,6 +16,12 @@ columns for queries (task, domain, stage, policy version, reward, passed). Rows
 are numbered by SQLite's rowid in insertion order; `high_water_mark` is the
 largest, which a checkpoint saves so a resume knows what came after it.
 
+`query` and `select` filter in SQL on the indexed columns: `domain` is an exact id or a
+family (`"arith"` matches every `arith/...` id), `stage` is exact, `failed` keeps the
+rollouts that did not pass (True) or did (False). `query` returns `TraceRow`s, whose
+`error` SQLite reads out of the JSON itself, so no rollout is decoded in Python; `select`
+yields whole `Rollout`s. Both list rollouts in the order they were recorded.
+
 The database runs in WAL mode with `synchronous=FULL`: a committed batch
 survives a process crash and a power cut. One `TraceStore` may be shared by the
 threads of a process (calls are serialised by a lock); several processes may
@@ -21,7 +29,9 @@ open the same file, and writers then wait on each other up to `timeout` seconds.
 
 Not guaranteed: a rollout recorded again under the same id with different
 content keeps its *first* content, silently. WAL needs a local file system (not
-NFS).
+NFS). Reading `TraceRow.error` still makes SQLite parse each matching row's JSON, in
+C: measured on 100k rollouts of 6 KB, `query()` took 2.4 s against 0.5 s for the
+columns alone and 31 s for `json.loads` of every row in Python.
 """
 
 from __future__ import annotations
@@ -30,8 +40,10 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from posttrain.types import Rollout
 
@@ -56,6 +68,32 @@ _INSERT = (
     " (id, task_id, domain, stage, policy_version, reward, passed, json, created)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+# The episode's error, else the verifier's: json_extract yields SQL NULL for JSON null.
+_ERROR = "COALESCE(json_extract(json, '$.error'), json_extract(json, '$.verdict.error'))"
+_ROW_COLUMNS = f"id, task_id, domain, stage, policy_version, reward, passed, {_ERROR}, created"
+MIN_PREFIX = 6  # the shortest id prefix `get` accepts
+
+
+class AmbiguousIdError(ValueError):
+    """An id prefix matches more than one stored rollout; the message names two of them."""
+
+
+@dataclass(frozen=True)
+class TraceRow:
+    """One stored rollout without its trajectory: the indexed columns, the error, the time.
+
+    `error` is the episode's error, else the verifier's, else None; `created` is the
+    Unix time of the batch that stored it."""
+
+    id: str
+    task_id: str
+    domain: str
+    stage: str
+    policy_version: int
+    reward: float
+    passed: bool
+    error: str | None
+    created: float
 
 
 class TraceStore:
@@ -150,6 +188,97 @@ class TraceStore:
                 last = rowid
                 yield Rollout.from_json(text)
 
+    def get(self, rollout_id: str) -> Rollout | None:
+        """The rollout stored under `rollout_id`, or under the one id that starts with it
+        when it is at least `MIN_PREFIX` characters; None when nothing matches.
+
+        AmbiguousIdError when the prefix matches more than one id.
+        """
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT json FROM rollouts WHERE id = ?", (rollout_id,)
+            ).fetchone()
+            if row is None and len(rollout_id) >= MIN_PREFIX:
+                # Ids sort by prefix, so the matches are the first ids >= the prefix.
+                ids = [
+                    i
+                    for (i,) in self._conn.execute(
+                        "SELECT id FROM rollouts WHERE id >= ? ORDER BY id LIMIT 2", (rollout_id,)
+                    )
+                    if i.startswith(rollout_id)
+                ]
+                if len(ids) > 1:
+                    raise AmbiguousIdError(
+                        f"rollout id prefix {rollout_id!r} matches more than one rollout"
+                        f" ({ids[0]}, {ids[1]}, ...); give more characters"
+                    )
+                if ids:
+                    row = self._conn.execute(
+                        "SELECT json FROM rollouts WHERE id = ?", (ids[0],)
+                    ).fetchone()
+        return None if row is None else Rollout.from_json(row[0])
+
+    def query(
+        self,
+        domain: str | None = None,
+        stage: str | None = None,
+        failed: bool | None = None,
+        limit: int | None = None,
+    ) -> list[TraceRow]:
+        """Light rows of the matching rollouts, in recording order, at most `limit`.
+
+        `domain`: an exact id or a family (`"arith"` matches `"arith/..."`); `stage`: exact;
+        `failed`: True keeps rollouts that did not pass, False those that did.
+        """
+        where, args = _where(domain, stage, failed)
+        _check_limit(limit)
+        sql = f"SELECT {_ROW_COLUMNS} FROM rollouts{where} ORDER BY rowid"
+        if limit is not None:
+            sql, args = sql + " LIMIT ?", [*args, limit]
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        return [
+            TraceRow(r[0], r[1], r[2], r[3], int(r[4]), float(r[5]), bool(r[6]), r[7], r[8])
+            for r in rows
+        ]
+
+    def select(
+        self,
+        domain: str | None = None,
+        stage: str | None = None,
+        failed: bool | None = None,
+        limit: int | None = None,
+        batch_size: int = 256,
+    ) -> Iterator[Rollout]:
+        """The matching rollouts themselves, in recording order (filters as in `query`;
+        a bad filter raises here, not on the first `next`).
+
+        Reads in batches, so rollouts recorded while iterating may appear too.
+        """
+        where, args = _where(domain, stage, failed)
+        _check_limit(limit)
+        clause = (where + " AND" if where else " WHERE") + " rowid > ?"
+        return self._select(clause, args, limit, batch_size)
+
+    def _select(
+        self, clause: str, args: list[Any], limit: int | None, batch_size: int
+    ) -> Iterator[Rollout]:
+        left, last = limit, 0
+        while left is None or left > 0:
+            size = batch_size if left is None else min(batch_size, left)
+            with self._lock:
+                rows = self._conn.execute(
+                    f"SELECT rowid, json FROM rollouts{clause} ORDER BY rowid LIMIT ?",
+                    [*args, last, size],
+                ).fetchall()
+            if not rows:
+                return
+            for rowid, text in rows:
+                last = rowid
+                yield Rollout.from_json(text)
+            if left is not None:
+                left -= len(rows)
+
     def close(self) -> None:
         """Close the database; safe to call twice."""
         with self._lock:
@@ -165,3 +294,31 @@ class TraceStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _where(domain: str | None, stage: str | None, failed: bool | None) -> tuple[str, list[Any]]:
+    """The WHERE clause (or "") of the filters and its arguments; ValueError on an
+    empty domain or stage."""
+    clauses: list[str] = []
+    args: list[Any] = []
+    for name, value in (("domain", domain), ("stage", stage)):
+        if value is not None and not value.strip():
+            raise ValueError(f"{name} filter must not be empty, got {value!r}")
+    if domain is not None:
+        # A family matches the ids in [family + "/", family + "0"): "0" follows "/" in
+        # byte order, so the range is exactly the ids starting with family + "/", and
+        # it runs on the (domain, ...) index.
+        clauses.append("(domain = ? OR (domain >= ? AND domain < ?))")
+        args += [domain, domain + "/", domain + "0"]
+    if stage is not None:
+        clauses.append("stage = ?")
+        args.append(stage)
+    if failed is not None:
+        clauses.append("passed = ?")
+        args.append(0 if failed else 1)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive integer, got {limit!r}")

@@ -1,0 +1,257 @@
+"""`posttrain traces list|show`, `posttrain rescore` and `posttrain export`: a run's stored
+rollouts from the command line.
+
+    posttrain traces list runs/x --domain arith --failed --limit 20   # a table and a count
+    posttrain traces show runs/x 3f2a9c                # an id or a unique prefix (>= 6 chars)
+    posttrain rescore runs/x --stage grpo              # current verifiers vs stored verdicts
+    posttrain export runs/x --format sft --out sft.jsonl --min-reward 1
+    posttrain export runs/x --format dpo --out pairs.parquet
+    posttrain export runs/x --format rl --out prompts.jsonl
+
+`--domain` is a domain id or a family (`arith` matches `arith/...`). `rescore` prints
+per-domain counts and the changed rollouts, and writes the same report to
+`RUN/rescore.json`; it never changes a stored rollout (see `posttrain.eval.rescore`).
+`export` writes the datasets of `posttrain.store.export` (`.jsonl` or `.parquet`);
+without `--out` it writes `RUN/export-FORMAT.jsonl`. Every command takes `--json`
+except `export`. Bad input (a missing run or trace store, an unknown id, a bad format
+or suffix) exits with code 2 and one line naming it.
+
+Not guaranteed: `traces list` orders by recording time and shows the first `--limit`
+rows; `rescore` of a large run replays every multi-turn rollout, which can take minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TypeVar
+
+import typer
+from rich.markup import escape
+from rich.table import Column, Table
+
+from posttrain.cli_console import console, err_console, fail
+
+if TYPE_CHECKING:
+    from posttrain.store.traces import TraceStore
+    from posttrain.types import Rollout
+
+T = TypeVar("T")
+traces_app = typer.Typer(help="A run's stored rollouts: list, show.", no_args_is_help=True)
+
+RunArg = Annotated[Path, typer.Argument(help="The run directory (the one holding traces.sqlite).")]
+DomainOpt = Annotated[str | None, typer.Option(help="A domain id or a family, e.g. arith.")]
+StageOpt = Annotated[str | None, typer.Option(help="A stage: sft, dpo, grpo, eval/LABEL ...")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+@traces_app.command("list")
+def traces_list(
+    run: RunArg,
+    domain: DomainOpt = None,
+    failed: Annotated[bool, typer.Option(help="Only rollouts that did not pass.")] = False,
+    stage: StageOpt = None,
+    limit: Annotated[int | None, typer.Option(help="Show at most N rollouts.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stored rollouts, in recording order: id, domain, stage, policy version, reward."""
+    with _open_store(run) as store:
+        rows = _call(lambda: store.query(domain, stage, True if failed else None, limit))
+    if as_json:
+        typer.echo(json.dumps([asdict(r) for r in rows], indent=1))
+        return
+    table = Table(
+        Column("id", no_wrap=True), "domain", "stage", "policy", "reward", "passed", "error"
+    )
+    for r in rows:
+        table.add_row(r.id[:12], r.domain, r.stage, str(r.policy_version), f"{r.reward:.3f}",
+                      "yes" if r.passed else "[red]no[/]", escape(_short(r.error or "", 50)))  # fmt: skip
+    console.print(table)
+    passed, errors = sum(r.passed for r in rows), sum(r.error is not None for r in rows)
+    console.print(f"{len(rows)} rollouts: {passed} passed, {errors} with an error", highlight=False)
+
+
+@traces_app.command("show")
+def traces_show(
+    run: RunArg,
+    rollout_id: Annotated[str, typer.Argument(help="A rollout id or a unique prefix of 6+.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rollout as JSON.")] = False,
+) -> None:
+    """One rollout: task, every turn with tool calls and observations, tokens, verdict."""
+    from posttrain.store.export import prompt_length
+    from posttrain.store.traces import MIN_PREFIX
+
+    with _open_store(run) as store:
+        rollout = _call(lambda: store.get(rollout_id))
+    if rollout is None:
+        short = (
+            f" (a prefix needs {MIN_PREFIX}+ characters)" if len(rollout_id) < MIN_PREFIX else ""
+        )
+        fail(f"no rollout {rollout_id!r} in {run / 'traces.sqlite'}{short}")
+        return
+    if as_json:
+        typer.echo(rollout.to_json())
+        return
+    # soft_wrap: long texts and tool arguments stay on one line each, copyable whole.
+    r, out = rollout, partial(console.print, highlight=False, soft_wrap=True)
+    out(f"[bold]rollout {r.id}[/]  task {escape(r.task_id)}  difficulty {r.difficulty}  "
+        f"policy version {r.policy_version}")  # fmt: skip
+    for m in r.messages[: prompt_length(r)]:
+        out(f"[bold cyan]{m.role}:[/] {escape(m.content)}")
+    for k, turn in enumerate(r.turns, start=1):
+        sampled = f"{len(turn.token_ids)} tokens, {turn.finish_reason}"
+        out(f"[bold]turn {k}[/] ({sampled}) [bold green]assistant:[/] {escape(turn.text)}")  # fmt: skip
+        for call in turn.tool_calls:
+            args = json.dumps(call.arguments, ensure_ascii=False)
+            out(f"  [magenta]tool call[/] {escape(call.name)}({escape(args)})")
+        for obs in turn.observations:
+            who = f"{obs.role}[{obs.name}]" if obs.name else obs.role
+            out(f"  [yellow]{escape(who)}:[/] {escape(obs.content)}")
+    n_sampled = sum(r.loss_mask)
+    out(f"tokens: prompt {len(r.prompt_ids)}, completion {len(r.completion_ids)}, "
+        f"sampled {n_sampled}, environment {len(r.completion_ids) - n_sampled}")  # fmt: skip
+    v = r.verdict
+    verdict = "[green]pass[/]" if v.passed else "[red]fail[/]"
+    out(f"verdict: {verdict}, reward {v.reward:g} — {escape(v.reason)}")
+    if v.components:
+        out("components: " + ", ".join(f"{escape(k)} {x:g}" for k, x in v.components.items()))
+    for what, error in (("verifier error", v.error), ("episode error", r.error)):
+        if error:
+            out(f"[red]{what}:[/] {escape(error)}")
+    if r.timings:
+        out("timings: " + ", ".join(f"{k} {x:.3g}" for k, x in r.timings.items()))
+
+
+def rescore_command(run: RunArg, domain: DomainOpt = None, stage: StageOpt = None,
+                    as_json: JsonOpt = False) -> None:  # fmt: skip
+    """Verify stored rollouts again with the current verifiers; report what changed."""
+    from posttrain.eval.rescore import rescore
+    from posttrain.store.atomic import atomic_write_text
+
+    with _open_store(run) as store:
+        report = rescore(_call(lambda: store.select(domain, stage)))
+    doc = {"run": str(run), "domain": domain, "stage": stage, "rescored_at": time.time(),
+           **report.to_json()}  # fmt: skip
+    path = run / "rescore.json"
+    try:
+        atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror or exc}")
+    if as_json:
+        typer.echo(json.dumps(doc, indent=1, ensure_ascii=False))
+        return
+    if not report.per_domain:
+        err_console.print("no rollouts match these filters")
+    table = Table("domain", "re-verified", "changed", "not re-verifiable (why)")
+    for name, s in sorted(report.per_domain.items()):
+        why = "; ".join(f"{n}: {reason}" for reason, n in s.not_reverifiable.items())
+        table.add_row(name, str(s.reverified), str(s.changed), why)
+    console.print(table)
+    if report.changes:
+        changes = Table("id", "domain", "reward old → new", "passed", "reason now")
+        for c in report.changes:
+            flip = f"{_yes(c.old_passed)} → {_yes(c.new_passed)}"
+            changes.add_row(c.id[:12], c.domain, f"{c.old_reward:.3f} → {c.new_reward:.3f}",
+                            flip, escape(c.new_error or c.new_reason))  # fmt: skip
+        console.print(changes)
+    console.print(f"{len(report.changes)} changed; report: [bold]{path}[/]", highlight=False)
+
+
+def export_command(
+    run: RunArg,
+    fmt: Annotated[str, typer.Option("--format", help="sft, dpo or rl.")],
+    out: Annotated[Path | None, typer.Option(help="A .jsonl or .parquet file.")] = None,
+    stage: StageOpt = None,
+    domain: DomainOpt = None,
+    min_reward: Annotated[float | None, typer.Option(help="sft/dpo: least reward kept.")] = None,
+    tool_markup: Annotated[bool, typer.Option(help="Keep tool-call markup in the text instead of `tool_calls`.")] = False,
+) -> None:  # fmt: skip
+    """Write a Hugging Face dataset for TRL: sft (messages), dpo (pairs) or rl (prompts)."""
+    from posttrain.store.export import (
+        FORMATS,
+        SUFFIXES,
+        ExportError,
+        dpo_rows,
+        rl_rows,
+        sft_rows,
+        write_rows,
+    )
+
+    if fmt not in FORMATS:
+        fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "rl" and min_reward is not None:
+        fail("--min-reward applies to sft and dpo exports, not rl")
+    path = out or run / f"export-{fmt}.jsonl"
+    if path.suffix not in SUFFIXES:
+        fail(f"--out must end in {' or '.join(SUFFIXES)}, got {str(path)!r}")
+    with _open_store(run) as store:
+        rollouts = _Counting(_call(lambda: store.select(domain, stage)))
+        if fmt == "sft":
+            rows = sft_rows(rollouts, min_reward, tool_markup)
+        elif fmt == "dpo":
+            rows = dpo_rows(rollouts, min_reward, tool_markup)
+        else:
+            rows = rl_rows(rollouts)
+    try:
+        write_rows(rows, path)
+    except ExportError as exc:
+        fail(f"{exc} ({rollouts.n} rollouts read)")
+        return
+    unit = {"sft": "conversations", "dpo": "preference pairs", "rl": "task prompts"}[fmt]
+    console.print(
+        f"{len(rows)} {unit} from {rollouts.n} rollouts → [bold]{path}[/]", highlight=False
+    )
+
+
+def _open_store(run: Path) -> TraceStore:
+    """The run's trace store; exits with code 2 when the run or its store is missing."""
+    import sqlite3
+
+    from posttrain.store.run_dir import RunDir
+    from posttrain.store.traces import TraceStore
+
+    path = RunDir(run).traces_path
+    if not run.is_dir():
+        fail(f"run directory {run} does not exist or is not a directory")
+    if not path.is_file():
+        fail(f"{path} does not exist: no rollout was recorded in this run")
+    try:
+        store = TraceStore(path)
+        store.count()
+    except sqlite3.DatabaseError as exc:
+        fail(f"{path} cannot be opened as a trace store: {exc}")
+    return store
+
+
+def _call(thunk: Callable[[], T]) -> T:
+    """`thunk()`, with a bad filter or an ambiguous id (ValueError) as one line, exit 2."""
+    try:
+        return thunk()
+    except ValueError as exc:
+        fail(str(exc))
+        raise  # not reached: fail() exits
+
+
+class _Counting:
+    """Iterates `rollouts` once, counting them in `n`."""
+
+    def __init__(self, rollouts: Iterable[Rollout]) -> None:
+        self.rollouts, self.n = rollouts, 0
+
+    def __iter__(self) -> Iterator[Rollout]:
+        for rollout in self.rollouts:
+            self.n += 1
+            yield rollout
+
+
+def _short(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _yes(flag: bool) -> str:
+    return "pass" if flag else "fail"
