@@ -145,6 +145,16 @@ class GRPOConfig(_Strict):
         description="length curriculum: draw from a 3-level window whose top rises from "
         "this difficulty to 10 by 80% of the stage (steps or minutes)",
     )
+    max_difficulty: int = Field(10, ge=1, le=10, description="tasks are drawn from 1..this")
+    refill_rounds: int = Field(
+        0,
+        ge=0,
+        description="DAPO dynamic sampling: up to this many extra draws per step to replace "
+        "groups whose rewards are all equal (0 = off)",
+    )
+    overlong_filter: bool = Field(
+        False, description="DAPO: rollouts cut by the token budget are left out of the loss"
+    )
     epochs: int = Field(1, ge=1, description="optimizer passes over each batch")
     minibatch_size: int = Field(64, ge=1, description="rollouts per optimizer step")
     micro_batch_tokens: int | None = Field(

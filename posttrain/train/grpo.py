@@ -46,7 +46,7 @@ from posttrain.train.losses import (
 from posttrain.train.mixture import TaskSampler
 from posttrain.train.resume import GRPOState, capture_rng, restore_rng
 from posttrain.train.rollout_source import make_source
-from posttrain.types import Rollout
+from posttrain.types import Rollout, Task
 
 LogFn = Callable[[int, dict[str, float]], None]
 RecordFn = Callable[[list[Rollout]], None]
@@ -162,18 +162,30 @@ def train_grpo(
             ceiling = ramp_ceiling(cfg, step, time.perf_counter() - start)
             if ceiling is not None:
                 sampler.window = (max(1, ceiling - 2), ceiling)
-            batch_groups = source.batch(prompts_per_step, version=step)
+            sampled = source.batch(prompts_per_step, version=step)
+            for _ in range(cfg.refill_rounds):  # DAPO dynamic sampling
+                spread_groups = [g for g in sampled if has_spread(g[1])]
+                if len(spread_groups) >= prompts_per_step:
+                    break
+                sampled += source.batch(prompts_per_step - len(spread_groups), version=step)
+            batch_groups = select_groups(sampled, prompts_per_step, cfg.refill_rounds > 0)
             tasks = [task for task, _ in batch_groups]
             rollouts = [r for _, g in batch_groups for r in g]  # [B*G], groups contiguous
-            for task, group in batch_groups:
+            every = [r for _, g in sampled for r in g]
+            for task, group in sampled:
                 sampler.observe(task, [r.reward for r in group])
             if record is not None:
-                record(rollouts)
+                record(every)
             rollout_s = time.perf_counter() - t0
 
             # 2. Advantages; groups with no reward spread carry no gradient and are dropped.
             rewards = torch.tensor([r.reward for r in rollouts])  # [B*G]
             advantages, keep = step_advantages(rewards, cfg)
+            truncated = [
+                r.turns[-1].finish_reason == "length" if r.turns else False for r in rollouts
+            ]
+            if cfg.overlong_filter:  # DAPO: a cut-off answer's reward says little about its tokens
+                keep = [i for i in keep if not truncated[i]]
             spread = rewards.view(-1, cfg.group_size).std(dim=1) > 0  # [B]
 
             # 3. Policy update on the kept rollouts.
@@ -248,7 +260,7 @@ def train_grpo(
                 with torch.no_grad():
                     probe = policy_probe(model, pack(rollouts[: cfg.minibatch_size], pad_id), cfg)
             source.updated(model, version=step + 1)
-            mean_reward = float(rewards.mean())
+            mean_reward = sum(r.reward for r in every) / len(every)
             rewards_seen.append(mean_reward)
             if log is not None:
                 lengths = [sum(r.loss_mask) for r in rollouts]
@@ -256,7 +268,9 @@ def train_grpo(
                     step,
                     {
                         "reward": mean_reward,
-                        "pass_rate": sum(r.verdict.passed for r in rollouts) / len(rollouts),
+                        "pass_rate": sum(r.verdict.passed for r in every) / len(every),
+                        "truncated_frac": sum(truncated) / len(truncated),
+                        "groups_sampled": float(len(sampled)),
                         "groups_with_signal": float(spread.float().mean()),
                         "completion_tokens": sum(lengths) / len(lengths),
                         "errors": float(sum(r.error is not None for r in rollouts)),
@@ -300,6 +314,23 @@ def train_grpo(
         mean_reward_first=sum(rewards_seen[:window]) / max(1, len(rewards_seen[:window])),
         mean_reward_last=sum(rewards_seen[-window:]) / max(1, len(rewards_seen[-window:])),
     )
+
+
+def has_spread(group: list[Rollout]) -> bool:
+    """Whether a group's rewards differ (else a group baseline gives it no gradient)."""
+    return len({r.reward for r in group}) > 1
+
+
+def select_groups(
+    sampled: list[tuple[Task, list[Rollout]]], count: int, signal_first: bool
+) -> list[tuple[Task, list[Rollout]]]:
+    """The step's `count` groups: as drawn, or (dynamic sampling) those with reward
+    spread first, topped up in draw order by the others when too few have it."""
+    if not signal_first:
+        return sampled[:count]
+    with_signal = [g for g in sampled if has_spread(g[1])]
+    rest = [g for g in sampled if not has_spread(g[1])]
+    return (with_signal + rest)[:count]
 
 
 def micro_split(rollouts: list[Rollout], idx: list[int], budget: int | None) -> list[list[int]]:

@@ -19,6 +19,8 @@ from posttrain.types import Message, Reference, Rollout, Task, Verdict
 LOGGED_KEYS = {
     "reward",
     "pass_rate",
+    "truncated_frac",
+    "groups_sampled",
     "groups_with_signal",
     "completion_tokens",
     "difficulty_mean",
