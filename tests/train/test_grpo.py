@@ -102,15 +102,22 @@ class ScriptedSampler:
 
 
 def run_grpo(
-    model: Any, tokenizer: Any, texts: list[str], cfg: GRPOConfig, **kwargs: Any
+    model: Any,
+    tokenizer: Any,
+    texts: list[str],
+    cfg: GRPOConfig,
+    domain: Any = None,
+    engine: Any = None,
+    **kwargs: Any,
 ) -> list[dict[str, float]]:
-    """Train on SayYes with scripted samples; returns what was logged per step."""
-    domain = SayYes()
+    """Train on `domain` (SayYes) with scripted samples of `texts` (or `engine`'s);
+    returns what was logged per step."""
+    domain = domain or SayYes()
     logged: list[dict[str, float]] = []
     train_grpo(
         model,
         tokenizer,
-        ScriptedSampler(tokenizer, texts),
+        engine or ScriptedSampler(tokenizer, texts),
         TaskSampler([domain], "grpo"),
         lambda _: domain,
         cfg,

@@ -11,7 +11,6 @@ import torch
 
 from posttrain.config import GRPOConfig, load_config
 from posttrain.engines import Completion
-from posttrain.train import grpo as grpo_module
 from posttrain.train.mixture import TaskSampler
 from posttrain.types import Rollout, Task, Verdict
 from tests.train.test_grpo import SayYes, ScriptedSampler, run_grpo, weights
@@ -32,19 +31,7 @@ class YesOnEvenSeeds(SayYes):
 def train(
     model: Any, tokenizer: Any, cfg: GRPOConfig, engine: Any = None
 ) -> list[dict[str, float]]:
-    domain = YesOnEvenSeeds()
-    logged: list[dict[str, float]] = []
-    grpo_module.train_grpo(
-        model,
-        tokenizer,
-        engine or ScriptedSampler(tokenizer, TEXTS),
-        TaskSampler([domain], "grpo"),
-        lambda _: domain,
-        cfg,
-        max_tokens=8,
-        log=lambda step, values: logged.append(values),
-    )
-    return logged
+    return run_grpo(model, tokenizer, TEXTS, cfg, domain=YesOnEvenSeeds(), engine=engine)
 
 
 CFG = GRPOConfig(steps=3, batch_size=16, group_size=4, minibatch_size=16, lr=1e-3)
