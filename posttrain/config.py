@@ -172,6 +172,15 @@ class GRPOConfig(_Strict):
 class RolloutConfig(_Strict):
     """How GRPO's rollouts run (`posttrain.rollout.scheduler`)."""
 
+    backend: Literal["local", "ray"] = Field(
+        "local",
+        description="where GRPO's episodes run: in this process, or on Ray actors "
+        "(rollout.ray_workers, rollout.ray_address; pip install posttrain[ray])",
+    )
+    ray_workers: int = Field(2, ge=1, description="ray: rollout worker actors")
+    ray_address: str | None = Field(
+        None, description="ray: a cluster's address (None: start a local Ray)"
+    )
     mode: Literal["lockstep", "scheduled"] = Field(
         "lockstep",
         description="lockstep: every episode of a step in one batched loop; scheduled: "
@@ -208,8 +217,15 @@ class RolloutConfig(_Strict):
                 f"rollout.over_provision={self.over_provision} carries groups into later steps; "
                 "it needs rollout.max_staleness ≥ 1"
             )
-        if self.mode == "lockstep" and (self.over_provision or self.max_staleness):
-            raise ValueError("rollout.over_provision and max_staleness need rollout.mode=scheduled")
+        if (
+            self.mode == "lockstep"
+            and self.backend == "local"
+            and (self.over_provision or self.max_staleness)
+        ):
+            raise ValueError(
+                "rollout.over_provision and max_staleness need rollout.mode=scheduled "
+                "(or rollout.backend=ray)"
+            )
         return self
 
 

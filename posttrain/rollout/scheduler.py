@@ -53,6 +53,7 @@ from typing import Any, Literal
 
 from posttrain.domains.base import Domain
 from posttrain.engines.base import Completion, Engine, GenerationRequest, SamplingParams
+from posttrain.rollout.collector import GroupCollector
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import (
     EpisodeState,
@@ -135,7 +136,7 @@ class _Work:
         return len(self.group.episodes) if self.episode is None else 1
 
 
-class Scheduler:
+class Scheduler(GroupCollector):
     """Concurrent episodes over bounded engine, environment and verifier pools."""
 
     def __init__(
@@ -200,55 +201,6 @@ class Scheduler:
                 self._enqueue(group, None)
         return indices
 
-    def collect(self, k: int, timeout: float | None = None) -> list[list[Rollout]]:
-        """The first `k` groups to finish (each its `n` rollouts), waiting for them;
-        fewer only when `timeout` runs out. Unfinished groups keep running."""
-        return [rollouts for _, rollouts in self.collect_groups(k, timeout)]
-
-    def collect_groups(
-        self, k: int, timeout: float | None = None
-    ) -> list[tuple[Task, list[Rollout]]]:
-        """`collect`, each group with its task."""
-        deadline = None if timeout is None else time.perf_counter() + timeout
-        with self._cond:
-            while len(self._done) < k:
-                self._check_open()
-                left = None if deadline is None else deadline - time.perf_counter()
-                if left is not None and left <= 0:
-                    break
-                self._cond.wait(left)
-            out = [self._done.popleft() for _ in range(min(k, len(self._done)))]
-        return [(g.task, self._stamp(g)) for g in out]
-
-    def run(self, tasks: Sequence[Task], policy_version: int | None = None) -> list[list[Rollout]]:
-        """Every task's `n` rollouts, in the order of `tasks` (a synchronous batch).
-        Groups submitted earlier stay where they are, for `collect`."""
-        wanted = set(self.submit(tasks, policy_version))
-        with self._cond:
-            while len(mine := [g for g in self._done if g.index in wanted]) < len(wanted):
-                self._check_open()
-                self._cond.wait()
-            self._done = deque(g for g in self._done if g.index not in wanted)
-        return [self._stamp(g) for g in sorted(mine, key=lambda g: g.index)]
-
-    def _stamp(self, group: _Group) -> list[Rollout]:
-        """The group's rollouts with their staleness: versions moved on since it began."""
-        rollouts = [r for r in group.rollouts if r is not None]
-        for r in rollouts:
-            r.timings["staleness"] = float(self._version - group.policy_version)
-        return rollouts
-
-    @property
-    def inflight(self) -> int:
-        """Groups submitted and not yet collected."""
-        with self._cond:
-            return self._inflight
-
-    def set_policy_version(self, version: int) -> None:
-        """The policy version episodes submitted from now on start under."""
-        with self._cond:
-            self._version = version
-
     def update_weights(self, state_dict: Any, version: int) -> None:
         """Load new weights into the engine between two engine calls, and move on to
         `version` (episodes in flight continue under the new weights)."""
@@ -283,10 +235,6 @@ class Scheduler:
         self.close()
 
     # ---- the stages ---------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("the scheduler is closed")
 
     def _enqueue(self, group: _Group, episode: EpisodeState | None) -> None:
         now = time.perf_counter()

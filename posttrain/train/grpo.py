@@ -150,8 +150,9 @@ def train_grpo(
         first = resume.step + 1
     step = first - 1
     source = make_source(
-        rollout, model, engine, tokenizer, sampler, get_domain, params, max_context, over_long
-    )
+        rollout, model, engine, tokenizer, sampler, get_domain, params, max_context, over_long,
+        prompts_per_step,
+    )  # fmt: skip
     try:
         for step in range(first, cfg.steps + 1):
             if time.perf_counter() - start > cfg.max_minutes * 60:

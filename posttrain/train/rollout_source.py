@@ -7,7 +7,11 @@
     source.close()
 
 `lockstep` runs a step's episodes in one batched loop (`run_episodes`) on the
-trainer's own model: nothing runs during the update. `scheduled` runs them through a
+trainer's own model: nothing runs during the update. `rollout.backend=ray` runs them
+on `rollout.ray_workers` Ray actors, each with its own copy of the policy, loaded
+with the new weights after every update (LoRA merged first); a step's groups split
+into one chunk per worker, so one worker samples exactly what the local lockstep loop
+would. `scheduled` runs them through a
 `Scheduler`: with `max_staleness` 0 a step submits its groups and waits for all of
 them (concurrent stages, synchronous steps). With `max_staleness` ≥ 1 it is
 asynchronous: right after a batch is taken the next step's groups (plus
@@ -25,7 +29,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from transformers import PreTrainedModel
 
@@ -38,6 +43,9 @@ from posttrain.rollout.scheduler import Scheduler, SchedulerConfig
 from posttrain.tools import ToolPolicy
 from posttrain.train.mixture import TaskSampler
 from posttrain.types import Rollout, Task
+
+if TYPE_CHECKING:
+    from posttrain.rollout.backends.ray_backend import RayRollouts
 
 Group = tuple[Task, list[Rollout]]
 
@@ -91,36 +99,18 @@ class LockstepSource:
 
 
 class ScheduledSource:
-    """A step's groups from a `Scheduler`, synchronous or within a staleness bound."""
+    """A step's groups from a `Scheduler` or `RayRollouts`, synchronous or within a
+    staleness bound."""
 
     def __init__(
         self,
         cfg: RolloutConfig,
-        model: PreTrainedModel,
-        engine: Engine,
-        tokenizer: Any,
+        rollouts: Scheduler | RayRollouts,
         sampler: TaskSampler,
-        get_domain: Callable[[str], Domain],
-        params: SamplingParams,
-        max_context: int | None,
-        over_long: OverLongPolicy | None,
+        push_weights: bool,
     ) -> None:
-        self.cfg, self.sampler = cfg, sampler
-        # Generating during the update needs weights the optimizer is not writing.
-        self.own_copy = cfg.max_staleness > 0 and getattr(engine, "model", None) is model
-        if self.own_copy:
-            engine = copy.copy(engine)
-            engine.model = copy.deepcopy(model).eval()  # type: ignore[attr-defined]
-        sched_cfg = SchedulerConfig(
-            engine_slots=cfg.engine_slots,
-            env_workers=cfg.env_workers,
-            verify_workers=cfg.verify_workers,
-            episode_timeout_s=cfg.episode_timeout_s,
-        )
-        self.scheduler = Scheduler(
-            engine, tokenizer, get_domain, params, sched_cfg, max_context, over_long,
-            tool_policy=tool_policy(cfg),
-        )  # fmt: skip
+        self.cfg, self.scheduler, self.sampler = cfg, rollouts, sampler
+        self.push_weights = push_weights  # the engines hold their own copy of the model
         self.dropped = 0
         self.last_staleness: list[float] = []
 
@@ -131,22 +121,25 @@ class ScheduledSource:
 
     def batch(self, prompts: int, version: int) -> list[Group]:
         self.scheduler.set_policy_version(version)
-        groups: list[Group] = []
-        while len(groups) < prompts:
-            self._top_up(prompts, version)
-            for task, rollouts in self.scheduler.collect_groups(prompts - len(groups)):
-                if version - rollouts[0].policy_version > self.cfg.max_staleness:
-                    self.dropped += 1
-                    continue
-                groups.append((task, rollouts))
-        if self.cfg.max_staleness > 0:  # the next step's groups generate during the update
-            self._top_up(prompts, version)
+        if self.cfg.max_staleness == 0:  # synchronous: this step's tasks, in their order
+            tasks = self.sampler.sample(prompts)
+            groups = list(zip(tasks, self.scheduler.run(tasks, policy_version=version), strict=True))  # fmt: skip
+        else:
+            groups = []
+            while len(groups) < prompts:
+                self._top_up(prompts, version)
+                for task, rollouts in self.scheduler.collect_groups(prompts - len(groups)):
+                    if version - rollouts[0].policy_version > self.cfg.max_staleness:
+                        self.dropped += 1
+                        continue
+                    groups.append((task, rollouts))
+            self._top_up(prompts, version)  # the next step's groups generate during the update
         self.last_staleness = [r.timings["staleness"] for _, g in groups for r in g]
         return groups
 
     def updated(self, model: PreTrainedModel, version: int) -> None:
-        if self.own_copy:
-            self.scheduler.update_weights(model.state_dict(), version)
+        if self.push_weights:
+            self.scheduler.update_weights(weights_of(model), version)
         else:
             self.scheduler.set_policy_version(version)
 
@@ -161,6 +154,88 @@ class ScheduledSource:
 
     def close(self) -> None:
         self.scheduler.close()
+
+
+def weights_of(model: PreTrainedModel) -> dict[str, Any]:
+    """The plain weights an engine loads: LoRA adapters merged into a copy first."""
+    from posttrain.models.lora import is_lora, merged_copy
+
+    return (merged_copy(model) if is_lora(model) else model).state_dict()
+
+
+def local_scheduler(
+    cfg: RolloutConfig,
+    model: PreTrainedModel,
+    engine: Engine,
+    tokenizer: Any,
+    get_domain: Callable[[str], Domain],
+    params: SamplingParams,
+    max_context: int | None,
+    over_long: OverLongPolicy | None,
+) -> tuple[Scheduler, bool]:
+    """The in-process scheduler, and whether its engine got its own model copy (it
+    does when generation overlaps the update: the optimizer must not write its weights)."""
+    own_copy = cfg.max_staleness > 0 and getattr(engine, "model", None) is model
+    if own_copy:
+        from posttrain.models.lora import is_lora, merged_copy
+
+        engine = copy.copy(engine)
+        plain = merged_copy(model) if is_lora(model) else copy.deepcopy(model)
+        engine.model = plain.eval()  # type: ignore[attr-defined]  # loads weights_of(model)
+    sched_cfg = SchedulerConfig(
+        engine_slots=cfg.engine_slots,
+        env_workers=cfg.env_workers,
+        verify_workers=cfg.verify_workers,
+        episode_timeout_s=cfg.episode_timeout_s,
+    )
+    scheduler = Scheduler(
+        engine, tokenizer, get_domain, params, sched_cfg, max_context, over_long,
+        tool_policy=tool_policy(cfg),
+    )  # fmt: skip
+    return scheduler, own_copy
+
+
+def ray_rollouts(
+    cfg: RolloutConfig,
+    model: PreTrainedModel,
+    engine: Engine,
+    tokenizer: Any,
+    get_domain: Callable[[str], Domain],
+    params: SamplingParams,
+    prompts_per_step: int,
+    max_context: int | None,
+    over_long: OverLongPolicy | None,
+) -> RayRollouts:
+    """Rollout workers on Ray (`rollout/backends/ray_backend.py`), each with a copy of
+    the policy; a step's groups split evenly over them, one chunk each."""
+    from posttrain.rollout.backends.ray_backend import RayRollouts, ensure_ray
+    from posttrain.rollout.backends.ray_worker import HFEngineFactory
+
+    ensure_ray(cfg.ray_address)
+    factory: Callable[[], Engine]
+    if getattr(engine, "model", None) is model:  # the HF engine on the trainer's model
+        from posttrain.models.lora import is_lora, merged_copy
+
+        plain = merged_copy(model) if is_lora(model) else model
+        seed = int(engine.generator.initial_seed())  # type: ignore[attr-defined]
+        factory = HFEngineFactory.from_model(plain, tokenizer, seed=seed)
+    else:  # any other engine travels as it is (scripted engines in tests)
+        factory = _Same(engine)
+    return RayRollouts(
+        factory, tokenizer, get_domain, params, workers=cfg.ray_workers,
+        max_context=max_context, over_long=over_long, tool_policy=tool_policy(cfg),
+        chunk_groups=max(1, -(-prompts_per_step // cfg.ray_workers)), address=cfg.ray_address,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Same:
+    """An engine factory that returns (a copy of) one picklable engine."""
+
+    engine: Engine
+
+    def __call__(self) -> Engine:
+        return self.engine
 
 
 def tool_policy(cfg: RolloutConfig) -> ToolPolicy:
@@ -178,12 +253,22 @@ def make_source(
     params: SamplingParams,
     max_context: int | None = None,
     over_long: OverLongPolicy | None = None,
+    prompts_per_step: int = 1,
 ) -> RolloutSource:
-    """The source `cfg.mode` names (lockstep without a config)."""
+    """The source `cfg` names: lockstep (also without a config), the local scheduler,
+    or Ray workers."""
+    if cfg is not None and cfg.backend == "ray":
+        rollouts = ray_rollouts(
+            cfg, model, engine, tokenizer, get_domain, params, prompts_per_step,
+            max_context, over_long,
+        )  # fmt: skip
+        return ScheduledSource(cfg, rollouts, sampler, push_weights=True)
     if cfg is None or cfg.mode == "lockstep":
+        policy = None if cfg is None else tool_policy(cfg)
         return LockstepSource(
-            engine, tokenizer, sampler, get_domain, params, max_context, over_long
+            engine, tokenizer, sampler, get_domain, params, max_context, over_long, policy
         )
-    return ScheduledSource(
-        cfg, model, engine, tokenizer, sampler, get_domain, params, max_context, over_long
+    scheduler, own_copy = local_scheduler(
+        cfg, model, engine, tokenizer, get_domain, params, max_context, over_long
     )
+    return ScheduledSource(cfg, scheduler, sampler, push_weights=own_copy)

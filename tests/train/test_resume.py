@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -37,6 +38,11 @@ def _grpo_rows(run: Path) -> list[tuple[int, float, float]]:
     return [(r["step"], r["values"]["loss"], r["values"]["reward"]) for r in rows]
 
 
+def _trace_ids(run: Path) -> list[str]:
+    with sqlite3.connect(run / "traces.sqlite") as db:
+        return [row[0] for row in db.execute("SELECT id FROM rollouts WHERE stage = 'grpo'")]
+
+
 def _kill_when_grpo_reaches(proc: subprocess.Popen[str], metrics: Path, step: int) -> None:
     deadline = time.monotonic() + 540
     while time.monotonic() < deadline and proc.poll() is None:
@@ -66,6 +72,9 @@ def test_a_run_killed_mid_grpo_and_resumed_matches_the_uninterrupted_run(tmp_pat
     saved = json.loads((killed / "checkpoints" / "grpo-state" / "state.json").read_text())
     assert saved["step"] in (3, 6) and saved["extra"]["trace_high_water_mark"] > 0
 
+    recorded = _trace_ids(killed)
+    assert recorded  # rollouts of the steps before the kill were stored
+
     resumed = _run(f"resume={killed}", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     expected = _grpo_rows(tmp_path / "straight")
@@ -77,6 +86,9 @@ def test_a_run_killed_mid_grpo_and_resumed_matches_the_uninterrupted_run(tmp_pat
     for name in ("sft", "grpo"):
         assert (killed / "evals" / f"{name}.json").is_file()
     assert not (killed / "checkpoints" / "grpo-state").exists()  # removed once GRPO finished
+    after = _trace_ids(killed)
+    assert set(recorded) <= set(after)  # nothing recorded before the kill was lost
+    assert len(after) == len(set(after))  # and no rollout id is stored twice
     straight_grpo = json.loads((tmp_path / "straight" / "evals" / "grpo.json").read_text())
     resumed_grpo = json.loads((killed / "evals" / "grpo.json").read_text())
     assert [t["passed"] for t in resumed_grpo["tasks"]] == [

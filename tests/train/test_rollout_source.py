@@ -85,3 +85,28 @@ def test_async_rollouts_use_their_own_engine_copy_and_stay_within_the_staleness_
 def test_impossible_rollout_settings_are_named(overrides: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load_config(None, overrides)
+
+
+def test_grpo_on_one_ray_worker_trains_exactly_as_the_local_lockstep_loop(
+    tiny_model: Any, tokenizer: Any, ray_local: Any
+) -> None:
+    """Sampling at temperature 1 on the tiny model: the worker's engine (same seed, the
+    whole step in one chunk, new weights after every update) draws what the local one
+    does, so losses and weights agree."""
+    domain = EvenFirstToken()
+
+    def train(rollout: RolloutConfig | None) -> tuple[list[float], dict[str, torch.Tensor]]:
+        model = copy.deepcopy(tiny_model)
+        logged: list[dict[str, float]] = []
+        train_grpo(
+            model, tokenizer, HFEngine(model, tokenizer, seed=3), TaskSampler([domain], "grpo"),
+            lambda _: domain, CFG, max_tokens=4,
+            log=lambda step, values: logged.append(values), rollout=rollout,
+        )  # fmt: skip
+        return [v["loss"] for v in logged], weights(model)
+
+    local_losses, local_weights = train(None)
+    ray_losses, ray_weights = train(RolloutConfig(backend="ray", ray_workers=1))
+    assert ray_losses == pytest.approx(local_losses, rel=1e-5)
+    for name, value in local_weights.items():
+        torch.testing.assert_close(ray_weights[name], value)
