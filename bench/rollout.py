@@ -13,8 +13,10 @@
     each batch the first `--batch-groups` groups to finish; the rest carry on. Both arms
     complete the same `--batches` × `--batch-groups` groups; ours reports the
     staleness (policy versions) of what it trained on and the groups left in flight.
-(c) the real HF engine with the built-in tiny model (untrained, sampling) on a mix of
-    short (addition) and long (calculator, multi-turn) tasks: the same two arms.
+(c) the real HF engine (`--hf-model`: the untrained tiny model, or a trained checkpoint
+    such as the SFT stage of `recipes/tool-grpo-tiny.yaml` with `sft.max_steps=600`,
+    which calls the calculator) sampling addition and calculator tasks: the same two
+    arms. An untrained model writes every turn to the budget and never calls a tool.
 (d) multi-turn prefix-cache reuse vs re-encoding the history (`bench/prefix_reuse.py`'s
     `measure`, 8 four-turn episodes, greedy, `--prefix-model`).
 (e) the Ray backend: (a)'s episodes on 2 local Ray workers (`bench/rollout_ray.py`).
@@ -189,13 +191,13 @@ def long_tail(tokenizer: Any, batches: int, per_batch: int, workers: int) -> dic
 # ---- (c) the HF engine ----------------------------------------------------------------------
 
 
-def hf_mixed(batches: int, per_batch: int, workers: int) -> dict[str, float]:
+def hf_mixed(batches: int, per_batch: int, workers: int, model_name: str) -> dict[str, float]:
     from posttrain.engines import HFEngine
-    from posttrain.models.tiny import build_tiny_model, build_tokenizer
+    from posttrain.models.loading import load_policy
 
     torch.set_num_threads(1)
-    tokenizer = build_tokenizer()
-    model = build_tiny_model(tokenizer, seed=0)
+    policy = load_policy(model_name, seed=0)
+    model, tokenizer = policy.model.eval(), policy.tokenizer
     engine = HFEngine(model, tokenizer, seed=0)
     names = ["arith/addition-v1", "tools/calculator-v1"]
 
@@ -204,12 +206,12 @@ def hf_mixed(batches: int, per_batch: int, workers: int) -> dict[str, float]:
             get_domain(names[s % 2]).generate(s, 1 + s % 10) for s in range(batches * per_batch * 3)
         ]
 
-    params = SamplingParams(max_tokens=48, temperature=1.0, n=4)
+    params = SamplingParams(max_tokens=80, temperature=1.0, n=4)
     row = arms(
         make_tasks, engine, tokenizer, params, get_domain, batches, per_batch, workers,
         extra=max(1, per_batch // 4),
     )  # fmt: skip
-    log(f"(c) HF engine, tiny model, addition + calculator, n=4, 48 tokens/turn: FIFO "
+    log(f"(c) HF engine, {model_name}, addition + calculator, n=4, 80 tokens/turn: FIFO "
         f"{row['fifo_s']:.2f} s, ours {row['ours_s']:.2f} s, ratio {row['ratio_vs_fifo']:.2f}")  # fmt: skip
     return row
 
@@ -243,6 +245,9 @@ def main() -> None:
     parser.add_argument("--batch-groups", type=int, default=8)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--skip-hf", action="store_true")
+    parser.add_argument(
+        "--hf-model", default="tiny", help="(c)'s model: tiny (untrained) or a model directory"
+    )
     parser.add_argument("--skip-prefix", action="store_true")
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--prefix-model", default="tiny", help="tiny or smollm2-135m")
@@ -254,7 +259,9 @@ def main() -> None:
     tokenizer = build_tokenizer()
     a = overhead(tokenizer, args.tasks, args.n)
     b = long_tail(tokenizer, args.batches, args.batch_groups, args.workers)
-    c = None if args.skip_hf else hf_mixed(args.batches, args.batch_groups, args.workers)
+    c = None
+    if not args.skip_hf:
+        c = hf_mixed(args.batches, args.batch_groups, args.workers, args.hf_model)
     d = None if args.skip_prefix else prefix_reuse(args.prefix_model)
     e = None if args.skip_ray else ray_row(tokenizer, args.tasks, args.n)
     result = {

@@ -145,7 +145,10 @@ class GRPOConfig(_Strict):
         description="length curriculum: draw from a 3-level window whose top rises from "
         "this difficulty to 10 by 80% of the stage (steps or minutes)",
     )
-    max_difficulty: int = Field(10, ge=1, le=10, description="tasks are drawn from 1..this")
+    difficulties: list[int] = Field(
+        default_factory=lambda: list(range(1, 11)),
+        description="GRPO's tasks are drawn at these difficulties (e.g. [8, 9, 10])",
+    )
     refill_rounds: int = Field(
         0,
         ge=0,
@@ -167,6 +170,13 @@ class GRPOConfig(_Strict):
     save_every: int = Field(
         0, ge=0, description="steps between resumable full-state saves (0 = none)"
     )
+
+    @model_validator(mode="after")
+    def _levels(self) -> GRPOConfig:
+        bad = [d for d in self.difficulties if not 1 <= d <= 10]
+        if not self.difficulties or bad:
+            raise ValueError(f"grpo.difficulties must be 1..10 and not empty, got {bad or '[]'}")
+        return self
 
 
 class RolloutConfig(_Strict):

@@ -358,7 +358,7 @@ class _Pipeline:
         sampler = TaskSampler(
             self.domains,
             "grpo",
-            range(1, c.max_difficulty + 1),
+            c.difficulties,
             weights=self.mixture,
             exclude=self.exclude,
             seed=self.cfg.seed,

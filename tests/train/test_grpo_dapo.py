@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 
-from posttrain.config import GRPOConfig, load_config
+from posttrain.config import ConfigError, GRPOConfig, load_config
 from posttrain.engines import Completion
 from posttrain.train.mixture import TaskSampler
 from posttrain.types import Rollout, Task, Verdict
@@ -74,15 +74,14 @@ def test_overlong_filter_leaves_truncated_rollouts_out_of_the_loss(
         assert torch.equal(weights(filtered)[name], value)  # nothing left to train on
 
 
-def test_grpo_draws_only_up_to_its_difficulty_ceiling(tiny_model: Any, tokenizer: Any) -> None:
-    cfg = load_config(None, ["grpo.max_difficulty=3"])
-    assert cfg.grpo.max_difficulty == 3
-    logged = run_grpo(copy.deepcopy(tiny_model), tokenizer, TEXTS, CFG)
-    assert logged  # the default ceiling (10) still trains
-    sampler = TaskSampler([SayYes()], "grpo", range(1, 4))
-    assert {t.difficulty for t in sampler.sample(50)} <= {1, 2, 3}
+def test_grpo_draws_only_at_its_difficulties() -> None:
+    cfg = load_config(None, ["grpo.difficulties=[8, 9, 10]"])
+    assert cfg.grpo.difficulties == [8, 9, 10]
+    sampler = TaskSampler([SayYes()], "grpo", cfg.grpo.difficulties)
+    assert {t.difficulty for t in sampler.sample(50)} == {8, 9, 10}
 
 
-def test_the_difficulty_ceiling_is_bounded() -> None:
-    with pytest.raises(Exception, match="max_difficulty"):
-        load_config(None, ["grpo.max_difficulty=11"])
+@pytest.mark.parametrize("value", ["[11]", "[]"])
+def test_bad_difficulties_are_named(value: str) -> None:
+    with pytest.raises(ConfigError, match="grpo.difficulties"):
+        load_config(None, [f"grpo.difficulties={value}"])
