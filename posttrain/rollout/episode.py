@@ -8,8 +8,11 @@ the observations, and any scripted user turn, are rendered with the tokenizer's
 chat template and appended as environment tokens (loss mask 0). Sampled tokens
 are kept exactly as the engine produced them (never re-tokenized).
 
-A crash inside an episode (a session or verifier raising) ends that episode as a
-recorded failure (`Rollout.error`, reward 0); the batch goes on. A session whose
+Tool calls go through `tools.guarded_call`: a tool that raises, times out or is not
+declared answers with an error observation the model sees (and a counter in
+`Rollout.tool_stats`). A crash of the session itself (its scripted user raising) or of
+the verifier ends that episode as a recorded failure (`Rollout.error` or
+`Verdict.error`, reward 0); the batch goes on. A session whose
 sandbox dies (`SandboxError`) is not a crash: the session's snapshot after each
 environment turn lets the episode resume on a fresh session (`domain.open` +
 `restore`), which serves the interrupted turn again (`timings["sandbox_resumes"]`).
