@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -29,7 +30,7 @@ class _Finished(Protocol):
     rollouts: Any  # list[Rollout | None] or None
 
 
-class GroupCollector:
+class GroupCollector(ABC):
     """`collect`, `collect_groups`, `run`, `inflight` and `set_policy_version`."""
 
     _cond: threading.Condition
@@ -39,8 +40,9 @@ class GroupCollector:
     _closed: bool
     closed_message = "the scheduler is closed"
 
+    @abstractmethod
     def submit(self, tasks: Sequence[Task], policy_version: int | None = None) -> list[int]:
-        raise NotImplementedError
+        """Start the groups of `tasks`; their indices (each backend's own)."""
 
     def collect(self, k: int, timeout: float | None = None) -> list[list[Rollout]]:
         """The first `k` groups to finish (each its `n` rollouts), waiting for them;

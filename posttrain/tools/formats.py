@@ -37,7 +37,13 @@ import re
 from typing import Any
 
 from posttrain.tools.arguments import snippet
-from posttrain.tools.parse import TOOL_CALL_OPEN, ParsedCalls, call_from_payload, parse_tool_calls
+from posttrain.tools.parse import (
+    TOOL_CALL_OPEN,
+    ParsedCalls,
+    add_decoded,
+    call_from_payload,
+    parse_tool_calls,
+)
 
 TOOL_FORMATS = ("tool_call", "llama3_json", "mistral")
 PYTHON_TAG = "<|python_tag|>"
@@ -107,12 +113,7 @@ def parse_for_format(text: str, fmt: str) -> ParsedCalls:
     items = _llama_items(text) if fmt == "llama3_json" else _mistral_items(text)
     parsed = ParsedCalls()
     for index, item in enumerate(items):
-        decoded = item if isinstance(item, str) else call_from_payload(item, index)
-        if isinstance(decoded, str):
-            parsed.errors.append(decoded)
-            continue
-        decoded.id = f"call_{len(parsed.calls)}"
-        parsed.calls.append(decoded)
+        add_decoded(parsed, item if isinstance(item, str) else call_from_payload(item, index))
     return parsed
 
 

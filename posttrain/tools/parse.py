@@ -133,13 +133,17 @@ def parse_tool_calls(text: str) -> ParsedCalls:
                 f"is never closed by {TOOL_CALL_CLOSE}"
             )
             continue
-        decoded = _decode_call(block.body, index)
-        if isinstance(decoded, str):
-            parsed.errors.append(decoded)
-            continue
-        decoded.id = f"call_{len(parsed.calls)}"
-        parsed.calls.append(decoded)
+        add_decoded(parsed, _decode_call(block.body, index))
     return parsed
+
+
+def add_decoded(parsed: ParsedCalls, decoded: ToolCall | str) -> None:
+    """Append one decoded call (numbered `call_0`, `call_1`, ...) or its error message."""
+    if isinstance(decoded, str):
+        parsed.errors.append(decoded)
+        return
+    decoded.id = f"call_{len(parsed.calls)}"
+    parsed.calls.append(decoded)
 
 
 def format_tool_call(call: ToolCall) -> str:
