@@ -93,12 +93,17 @@ def run(
         return
     os.environ.setdefault("OMP_NUM_THREADS", str(config.model.threads))
     from posttrain.store import RunDirError
+    from posttrain.train.recipe import QuietReporter, run_recipe
 
+    if os.environ.get("RANK", "0") != "0":  # a torchrun rank besides 0: rank 0 speaks
+        try:
+            run_recipe(config, QuietReporter())
+        except (ConfigError, RunDirError) as exc:
+            fail(str(exc))
+        return
     console.print(f"[bold]posttrain run[/] model={config.model.name} domains={len(config.domains)}")
     reporter = _RichReporter()
     try:
-        from posttrain.train.recipe import run_recipe
-
         with reporter.progress:
             result = run_recipe(config, reporter)
     except (ConfigError, RunDirError) as exc:

@@ -289,6 +289,12 @@ class TrainConfig(_Strict):
     strategy: Literal["none", "ddp", "fsdp"] = Field(
         "none", description="data parallelism across torchrun ranks: DDP or FSDP2 sharding"
     )
+    timeout_s: float = Field(
+        1800.0,
+        gt=0,
+        description="how long a rank waits in a collective for the others (a hung peer "
+        "fails the job after it); longer than any one rank's work between collectives",
+    )
 
 
 def check_machine(train: TrainConfig) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from posttrain.domains.base import Domain
 from posttrain.engines.base import Engine, SamplingParams
 from posttrain.eval.stats import PairedComparison, Rate, paired_compare, rate
+from posttrain.ranks import shard_map
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import run_episodes
 from posttrain.types import Rollout, Task
@@ -59,10 +60,16 @@ def evaluate(
 ) -> EvalResult:
     start = time.perf_counter()
     params = SamplingParams(max_tokens=max_tokens, temperature=0.0)
-    groups = run_episodes(
-        tasks, engine, tokenizer, params, get_domain, max_context=max_context, over_long=over_long
-    )
-    rollouts = [g[0] for g in groups]
+    rollouts = shard_map(  # under torchrun each rank runs its share of the tasks
+        tasks,
+        lambda mine: [
+            g[0]
+            for g in run_episodes(
+                mine, engine, tokenizer, params, get_domain, max_context=max_context,
+                over_long=over_long,
+            )
+        ],
+    )  # fmt: skip
     by_domain: dict[str, list[Rollout]] = {}
     for r in rollouts:
         by_domain.setdefault(r.domain, []).append(r)

@@ -27,6 +27,7 @@ JSON `state`; the merged directory is gathered in rank 0's CPU memory.
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime
 import json
 import os
@@ -49,12 +50,20 @@ from torch.distributed.checkpoint.state_dict import (
     StateDictOptions,
     get_model_state_dict,
     get_state_dict,
+    set_model_state_dict,
     set_state_dict,
 )
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 from torch.nn.parallel import DistributedDataParallel
 
 from posttrain.config import TrainConfig
+from posttrain.ranks import (
+    barrier,
+    is_distributed,
+    is_main,
+    rank,
+    world_size,
+)
 from posttrain.store.atomic import COMPLETE_MARKER, atomic_directory
 
 T = TypeVar("T")
@@ -104,27 +113,6 @@ def close_distributed() -> None:
         dist.destroy_process_group()
 
 
-def is_distributed() -> bool:
-    return dist.is_available() and dist.is_initialized()
-
-
-def rank() -> int:
-    return dist.get_rank() if is_distributed() else 0
-
-
-def world_size() -> int:
-    return dist.get_world_size() if is_distributed() else 1
-
-
-def is_main() -> bool:
-    return rank() == 0
-
-
-def barrier() -> None:
-    if is_distributed():
-        dist.barrier()
-
-
 def main_only(fn: Callable[..., None] | None) -> Callable[..., None] | None:
     """`fn` on rank 0, a no-op elsewhere: the guard for anything that writes files."""
     if fn is None:
@@ -159,20 +147,6 @@ def local_share(items: Sequence[T]) -> tuple[list[T], float]:
     if mine or not items:
         return mine, 1.0
     return [items[0]], 0.0
-
-
-def all_reduce_sum(values: Sequence[float]) -> list[float]:
-    """The sum over ranks of each value (the values themselves when not distributed)."""
-    if not is_distributed():
-        return [float(v) for v in values]
-    t = torch.tensor([float(v) for v in values], dtype=torch.float64)
-    dist.all_reduce(t)
-    return [float(v) for v in t]
-
-
-def any_rank(flag: bool) -> bool:
-    """True on every rank when `flag` is true on any: one decision for clock-based stops."""
-    return all_reduce_sum([float(flag)])[0] > 0
 
 
 @contextlib.contextmanager
@@ -230,6 +204,12 @@ def wrap_model(
     in fp32, the others run forward under autocast."""
     if strategy not in ("none", "ddp", "fsdp"):
         raise DistributedError(f"train.strategy must be none, ddp or fsdp, got {strategy!r}")
+    if strategy == "fsdp" and not _decoder_layers(model):
+        raise DistributedError(
+            f"train.strategy='fsdp' cannot shard {type(model).__name__}: it has no "
+            "decoder layers at model.model.layers, so one FSDP unit would hold every "
+            "weight (no memory saved); use train.strategy='ddp'"
+        )
     if strategy != "none" and not is_distributed():
         raise DistributedError(
             f"train.strategy={strategy!r} needs a process group: start with torchrun"
@@ -241,7 +221,7 @@ def wrap_model(
             _autocast_forward(model, device)
         ids = [torch.cuda.current_device()] if device == "cuda" else None
         # Llama has no running buffers, so no per-forward buffer broadcast (a collective).
-        return DistributedDataParallel(model, device_ids=ids, broadcast_buffers=False)
+        return DistributedDataParallel(model, device_ids=ids, forward_sync_buffers=False)
     if strategy == "fsdp":
         with torch.no_grad():  # ranks may have built different weights; rank 0's win
             for p in model.parameters():
@@ -258,6 +238,50 @@ def wrap_model(
     if bf16:
         _autocast_forward(model, device)
     return model
+
+
+class PolicyReplica:
+    """The module the optimizer trains and the plain model everything else uses.
+
+    `plain` is an ordinary transformers model with the full weights: the inference
+    engine samples from it, evaluation scores it, checkpoints save it. `trained` is
+    what the trainers step: `plain` itself without a strategy, `plain` inside a DDP
+    wrapper (the same parameters), or under FSDP a sharded copy, whose full weights
+    `sync()` gathers back into `plain` after each update (an all-gather: every rank
+    calls it). Generation never runs on a sharded module: its forwards are
+    collectives, and ranks sample different lengths.
+
+    Not guaranteed: under FSDP every rank holds a full copy of the weights for its
+    engine besides its shard (the colocated-engine trade: memory for simplicity).
+    """
+
+    def __init__(self, plain: nn.Module, cfg: TrainConfig) -> None:
+        self.plain = plain
+        self.strategy = cfg.strategy
+        if cfg.strategy == "fsdp":
+            plain.to(resolve_device(cfg.device))
+            self.trained = prepare_model(copy.deepcopy(plain), cfg)
+            self.sync()  # rank 0's weights everywhere, as DDP does for `plain` itself
+        else:
+            self.trained = prepare_model(plain, cfg)
+
+    def load(self, state_dict: dict[str, Any]) -> None:
+        """Full weights (a finished stage's checkpoint) into `plain` and, when it is a
+        separate sharded copy, into `trained` too."""
+        with torch.no_grad():
+            self.plain.load_state_dict(state_dict)
+        if self.strategy == "fsdp":
+            set_model_state_dict(
+                self.trained, state_dict, options=StateDictOptions(full_state_dict=True)
+            )
+
+    def sync(self) -> None:
+        """Bring `plain` up to the trained weights (a no-op unless sharded)."""
+        if self.strategy != "fsdp":
+            return
+        full = get_model_state_dict(self.trained, options=StateDictOptions(full_state_dict=True))
+        with torch.no_grad():
+            self.plain.load_state_dict(full)
 
 
 def unwrap(model: nn.Module) -> nn.Module:

@@ -31,16 +31,11 @@ from transformers import PreTrainedModel
 from posttrain.config import DPOConfig
 from posttrain.domains.base import Domain
 from posttrain.engines.base import Engine, SamplingParams
+from posttrain.ranks import all_reduce_sum, any_rank, shard_map, world_size
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import replay_references, run_episodes
 from posttrain.train.batches import batch_logprobs, pack, sequence_logprob_sums
-from posttrain.train.distributed import (
-    all_reduce_sum,
-    any_rank,
-    local_share,
-    main_only,
-    world_size,
-)
+from posttrain.train.distributed import local_share, main_only
 from posttrain.train.losses import dpo_loss
 from posttrain.types import Rollout, Task
 
@@ -74,9 +69,13 @@ def mine_pairs(
     over_long: OverLongPolicy | None = None,
 ) -> list[PreferencePair]:
     params = SamplingParams(max_tokens=max_tokens, temperature=temperature, n=samples)
-    groups = run_episodes(
-        tasks, engine, tokenizer, params, get_domain, max_context=max_context, over_long=over_long
-    )
+    groups = shard_map(  # under torchrun each rank samples its share of the tasks
+        tasks,
+        lambda mine: run_episodes(
+            mine, engine, tokenizer, params, get_domain, max_context=max_context,
+            over_long=over_long,
+        ),
+    )  # fmt: skip
     need_reference = [
         t for t, g in zip(tasks, groups, strict=True) if not any(r.verdict.passed for r in g)
     ]

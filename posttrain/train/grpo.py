@@ -19,7 +19,7 @@ import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 from transformers import PreTrainedModel
@@ -28,6 +28,7 @@ from posttrain.config import GRPOConfig, RolloutConfig
 from posttrain.domains.base import Domain
 from posttrain.domains.matrix import family_of
 from posttrain.engines.base import Engine, SamplingParams
+from posttrain.ranks import all_reduce_sum, is_distributed, world_size
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.train.batches import (
     batch_logprobs,
@@ -35,6 +36,7 @@ from posttrain.train.batches import (
     pack,
     token_budget_split,
 )
+from posttrain.train.distributed import PolicyReplica, gradient_sync, local_share, main_only, unwrap
 from posttrain.train.losses import (
     batch_advantages,
     grpo_advantages,
@@ -44,7 +46,13 @@ from posttrain.train.losses import (
     rloo_advantages,
 )
 from posttrain.train.mixture import TaskSampler
-from posttrain.train.resume import GRPOState, capture_rng, restore_rng
+from posttrain.train.resume import (
+    GRPOState,
+    capture_rank_rng,
+    load_train_state,
+    restore_rank_rng,
+    train_state,
+)
 from posttrain.train.rollout_source import make_source
 from posttrain.types import Rollout, Task
 
@@ -118,16 +126,26 @@ def train_grpo(
     resume: GRPOState | None = None,
     save_state: Callable[[GRPOState], None] | None = None,
     rollout: RolloutConfig | None = None,
+    replica: PolicyReplica | None = None,
 ) -> GRPOResult:
     """`after_step(step)` runs after each update (the recipe's monitor evaluation); its
     time does not count against `cfg.max_minutes`. With `save_state`, the full state
     (`train/resume.py`) goes to it every `cfg.save_every` steps; `resume` continues
     from such a state exactly: the same tasks, samples and updates as without the stop.
     `rollout` (lockstep without one) picks how the episodes run (`train/rollout_source.py`):
-    lockstep, or the scheduler, synchronous or asynchronous within a staleness bound."""
+    lockstep, or the scheduler, synchronous or asynchronous within a staleness bound.
+
+    Under torchrun `model` is `replica.trained` (DDP or FSDP, `train/distributed.py`)
+    and the engine samples from `replica.plain`: each rank runs the episodes of its
+    share of the step's groups, every rank gets all of them, and each micro-batch is
+    split over the ranks with its loss scaled so that the averaged gradient is the
+    single-process one for the same rollouts. Only rank 0 logs, records and saves."""
     pad_id = tokenizer.pad_token_id
     plan = loss_plan(cfg)
-    ref_model = copy.deepcopy(model).eval() if cfg.kl_coef > 0 else None
+    plain = cast(PreTrainedModel, replica.plain if replica is not None else unwrap(model))
+    log, record, store = main_only(log), main_only(record), main_only(save_state)
+    ranks = float(world_size())  # DDP and FSDP average the ranks' gradients
+    ref_model = copy.deepcopy(plain).eval() if cfg.kl_coef > 0 else None
     optimizer = torch.optim.AdamW(
         [p for p in model.parameters() if p.requires_grad], lr=cfg.lr, betas=(0.9, 0.99)
     )
@@ -139,28 +157,31 @@ def train_grpo(
     rewards_seen: list[float] = []
     first = 1
     if resume is not None:
-        model.load_state_dict(resume.model)
-        optimizer.load_state_dict(resume.optimizer)
+        load_train_state(model, optimizer, resume.model, resume.optimizer)
+        if replica is not None:
+            replica.sync()
         if ref_model is not None and resume.ref_model is not None:
             ref_model.load_state_dict(resume.ref_model)
         sampler.load_state_dict(resume.sampler)
-        restore_rng(resume.rng, engine)
+        restore_rank_rng(resume.rng, engine, resume.step)
         start -= resume.elapsed_s
         rewards_seen = list(resume.rewards_seen)
         first = resume.step + 1
     step = first - 1
     source = make_source(
-        rollout, model, engine, tokenizer, sampler, get_domain, params, max_context, over_long,
+        rollout, plain, engine, tokenizer, sampler, get_domain, params, max_context, over_long,
         prompts_per_step,
     )  # fmt: skip
     try:
         for step in range(first, cfg.steps + 1):
-            if time.perf_counter() - start > cfg.max_minutes * 60:
+            # One clock for all ranks (their mean): the stop and the ramp must agree.
+            elapsed = all_reduce_sum([time.perf_counter() - start])[0] / ranks
+            if elapsed > cfg.max_minutes * 60:
                 step -= 1
                 break
             # 1. Rollouts: group_size episodes per task, verified.
             t0 = time.perf_counter()
-            ceiling = ramp_ceiling(cfg, step, time.perf_counter() - start)
+            ceiling = ramp_ceiling(cfg, step, elapsed)
             if ceiling is not None:
                 sampler.window = (max(1, ceiling - 2), ceiling)
             sampled = source.batch(prompts_per_step, version=step)
@@ -207,15 +228,17 @@ def train_grpo(
                 with torch.no_grad():
                     for micros in plans:
                         for micro in micros:
-                            batch = pack([rollouts[j] for j in micro], pad_id)
+                            batch = pack([rollouts[j] for j in local_share(micro)[0]], pad_id)
                             train_old[tuple(micro)] = batch_logprobs(model, batch, cfg.temperature)
             for _ in range(cfg.epochs):
                 for micros in plans:
-                    batches = [pack([rollouts[j] for j in micro], pad_id) for micro in micros]
-                    total_tokens = float(sum(b.loss_mask.sum() for b in batches))
-                    total_sequences = sum(len(b) for b in batches)
+                    # Totals are over the whole minibatch; each rank packs its share of a micro.
+                    total_tokens = float(sum(sum(rollouts[j].loss_mask) for m in micros for j in m))
+                    total_sequences = sum(len(m) for m in micros)
                     optimizer.zero_grad(set_to_none=True)
-                    for micro, batch in zip(micros, batches, strict=True):
+                    for k, micro in enumerate(micros):
+                        mine, present = local_share(micro)  # present 0.0: a stand-in row
+                        batch = pack([rollouts[j] for j in mine], pad_id)
                         if not probe:
                             out: list[torch.Tensor] = []
                             probe = policy_probe(model, batch, cfg, out)
@@ -232,7 +255,7 @@ def train_grpo(
                         loss, parts = grpo_loss(
                             logprobs,
                             train_old.get(tuple(micro), batch.old_logprobs),
-                            advantages[micro],
+                            advantages[mine],
                             batch.loss_mask,
                             clip_eps=cfg.clip_eps,
                             clip_eps_high=cfg.clip_eps_high,
@@ -245,11 +268,12 @@ def train_grpo(
                         )
                         # Σ weight × micro loss is the whole minibatch's loss; the stats
                         # (masked means) are weighted by the micro-batch's tokens.
-                        weight = micro_batch_weight(
+                        weight = present * micro_batch_weight(
                             batch.loss_mask, total_tokens, total_sequences, plan.aggregation
                         )
-                        (loss * weight).backward()
-                        share = float(batch.loss_mask.sum()) / max(total_tokens, 1.0)
+                        with gradient_sync(model, enabled=k == len(micros) - 1):
+                            (loss * weight * ranks).backward()
+                        share = present * float(batch.loss_mask.sum()) / max(total_tokens, 1.0)
                         stats["loss"] += float(loss.detach()) * weight
                         for key in ("clip_frac", "kl", "tis_weight_mean", "tis_clipped_frac"):
                             if key in parts:
@@ -259,8 +283,14 @@ def train_grpo(
                     updates += 1
             if not probe:  # nothing was trained on: probe the batch anyway, it is the signal
                 with torch.no_grad():
-                    probe = policy_probe(model, pack(rollouts[: cfg.minibatch_size], pad_id), cfg)
-            source.updated(model, version=step + 1)
+                    first_rows = local_share(rollouts[: cfg.minibatch_size])[0]
+                    probe = policy_probe(model, pack(first_rows, pad_id), cfg)
+            if is_distributed():  # every rank's contributions; the probe is a mean of ranks
+                stats = dict(zip(stats, all_reduce_sum(list(stats.values())), strict=True))
+                probe = {k: v / ranks for k, v in zip(probe, all_reduce_sum(list(probe.values())), strict=True)}  # fmt: skip
+            if replica is not None:
+                replica.sync()
+            source.updated(plain, version=step + 1)
             mean_reward = sum(r.reward for r in every) / len(every)
             rewards_seen.append(mean_reward)
             if log is not None:
@@ -291,17 +321,19 @@ def train_grpo(
                 paused = time.perf_counter()
                 after_step(step)
                 start += time.perf_counter() - paused
-            if save_state is not None and cfg.save_every and step % cfg.save_every == 0:
+            if store is not None and cfg.save_every and step % cfg.save_every == 0:
                 paused = time.perf_counter()
-                save_state(
+                model_state, optimizer_state = train_state(model, optimizer)  # a collective
+                rng = capture_rank_rng(engine)  # every rank's generators
+                store(
                     GRPOState(
                         step=step,
                         elapsed_s=paused - start,
                         rewards_seen=list(rewards_seen),
-                        model=model.state_dict(),
-                        optimizer=optimizer.state_dict(),
+                        model=model_state,
+                        optimizer=optimizer_state,
                         sampler=sampler.state_dict(),
-                        rng=capture_rng(engine),
+                        rng=rng,
                         ref_model=ref_model.state_dict() if ref_model is not None else None,
                     )
                 )

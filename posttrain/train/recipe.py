@@ -11,13 +11,22 @@ Stages and what each trains on:
   wall-clock that DPO + GRPO took, so "more SFT" and "DPO + GRPO" get equal time.
 Evaluation uses the same held-out tasks (difficulties 1..10) for every checkpoint,
 greedy, and pairs checkpoints with an exact McNemar test.
+
+Under `torchrun` with `train.strategy=ddp|fsdp` every rank runs this pipeline: the
+stages train `PolicyReplica.trained` together, episodes (pair mining, GRPO groups,
+evaluation) are shared out over the ranks, and rank 0 alone writes the run directory
+(the other ranks log into a scratch directory that is removed at the end). The
+control arm runs beside rank 0 as one process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
+import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +49,7 @@ from posttrain.eval.results import (
 )
 from posttrain.eval.stats import PairedComparison
 from posttrain.models.loading import ModelNotFoundError, Policy, check_model_name, context_window
+from posttrain.ranks import any_rank, broadcast_object, is_main
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import replay_references
 from posttrain.store import MetricsLogger, RunDir, TraceStore, is_complete
@@ -52,6 +62,14 @@ from posttrain.train.checkpoint import (
 )
 from posttrain.train.control import ControlArm, ControlOutcome
 from posttrain.train.data_files import DataFileError, preference_pairs, sft_examples
+from posttrain.train.distributed import (
+    DistributedError,
+    PolicyReplica,
+    close_distributed,
+    init_distributed,
+    rank_seed,
+    resolve_device,
+)
 from posttrain.train.dpo import PreferencePair, mine_pairs, train_dpo
 from posttrain.train.grpo import train_grpo
 from posttrain.train.mixture import (
@@ -136,12 +154,7 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
             )
         resumed, config = open_for_resume(config.resume)
     check_machine(config.train)
-    if config.train.strategy != "none":
-        raise ConfigError(
-            f"train.strategy={config.train.strategy}: the trainers run under torchrun "
-            "(posttrain.train.distributed, docs/distributed.md) but the recipe does not "
-            "launch them yet; run it with train.strategy=none"
-        )
+    check_launch(config)
     domains = resolve_domains(config)
     try:
         mixture = mixture_weights(domains, config.mixture)
@@ -157,36 +170,97 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
             raise ConfigError(f"{field_name}: {path!r} does not exist or is not a file")
     if config.logging.wandb and importlib.util.find_spec("wandb") is None:
         raise ConfigError("logging.wandb=true needs the wandb package: pip install wandb")
+    init_distributed(resolve_device(config.train.device), config.train.timeout_s)
+    try:
+        return _run_ranked(config, resumed, domains, mixture, report)
+    finally:
+        close_distributed()
+
+
+def check_launch(config: RunConfig) -> None:
+    """A strategy needs torchrun's ranks, and ranks need a strategy; every global batch
+    must split evenly over them. ConfigError saying which."""
+    ranks = int(os.environ.get("WORLD_SIZE", "1"))
+    strategy = config.train.strategy
+    if strategy != "none" and "WORLD_SIZE" not in os.environ:
+        raise ConfigError(
+            f"train.strategy={strategy} runs under torchrun, e.g. `torchrun "
+            f"--nproc-per-node 2 -m posttrain run ... train.strategy={strategy}`; "
+            "alone, use train.strategy=none"
+        )
+    if strategy == "none" and ranks > 1:
+        raise ConfigError(
+            f"{ranks} torchrun ranks but train.strategy=none: each would train its own "
+            "copy; set train.strategy=ddp or fsdp"
+        )
+    if strategy == "fsdp" and config.model.lora.r is not None:
+        raise ConfigError(
+            "train.strategy=fsdp with model.lora.r set: peft's wrapper hides the decoder "
+            "layers FSDP shards, and LoRA's few trainable weights gain nothing from "
+            "sharding; use train.strategy=ddp with LoRA"
+        )
+    batches = (
+        ("sft.batch_size", config.sft.batch_size),
+        ("dpo.batch_size", config.dpo.batch_size),
+        ("grpo.batch_size / grpo.group_size", config.grpo.batch_size // config.grpo.group_size),
+    )
+    for name, size in batches:
+        if size % ranks:
+            raise ConfigError(
+                f"{name}={size} does not split over {ranks} ranks; make it a multiple of {ranks}"
+            )
+
+
+def _run_ranked(
+    config: RunConfig,
+    resumed: RunDir | None,
+    domains: list[Domain],
+    mixture: list[float] | None,
+    report: Reporter,
+) -> RecipeResult:
+    """The run on this rank: rank 0 owns the run directory; the others read it (a
+    resumed run's checkpoints) and write their logs into a scratch directory."""
+    main = is_main()
     if resumed is not None:
         run = resumed
-        forget_unfinished(run, STAGES)  # metrics of what the resumed run will redo
-    else:
+        if main:
+            forget_unfinished(run, STAGES)  # metrics of what the resumed run will redo
+    elif main:
         run = RunDir.create(config.out_dir, config.name)
         run.write_config(config.model_dump(mode="json"))
+    run = RunDir(Path(str(broadcast_object(str(run.path) if main else None))))
     hf_logging.disable_progress_bar()  # our own progress bars speak for the stages
     torch.set_num_threads(config.model.threads)
     torch.manual_seed(config.seed)
     result = RecipeResult(run.path)
-    try:
-        metrics = MetricsLogger(
-            run,
-            tensorboard=config.logging.tensorboard,
-            wandb=config.logging.wandb,
-            wandb_config=config.model_dump(mode="json"),
-        )
-    except WandbMissing as exc:
-        raise ConfigError(str(exc)) from None
-    with metrics, TraceStore(run.traces_path) as traces:
+    with contextlib.ExitStack() as stack:
+        logs = run
+        if not main:
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="posttrain-rank-"))
+            logs = RunDir.create(scratch, "run")
+            report = QuietReporter()
         try:
-            pipeline = _Pipeline(config, domains, run, metrics, traces, report, result, mixture)
-            pipeline.resuming = resumed is not None
-            pipeline.run()
-        except DataFileError as exc:
+            metrics = MetricsLogger(
+                logs,
+                tensorboard=config.logging.tensorboard and main,
+                wandb=config.logging.wandb and main,
+                wandb_config=config.model_dump(mode="json"),
+            )
+        except WandbMissing as exc:
             raise ConfigError(str(exc)) from None
-    run.write_summary(summary_markdown(config, result))
-    from posttrain.eval.report import write_run_report  # matplotlib: only when reporting
+        with metrics, TraceStore(logs.traces_path) as traces:
+            try:
+                pipeline = _Pipeline(config, domains, run, metrics, traces, report, result,
+                                     mixture)  # fmt: skip
+                pipeline.resuming = resumed is not None
+                pipeline.run()
+            except DataFileError as exc:
+                raise ConfigError(str(exc)) from None
+    if main:
+        run.write_summary(summary_markdown(config, result))
+        from posttrain.eval.report import write_run_report  # matplotlib: only when reporting
 
-    write_run_report(run.path)
+        write_run_report(run.path)
     return result
 
 
@@ -207,9 +281,15 @@ class _Pipeline:
         self.metrics, self.traces, self.report, self.result = metrics, traces, report, result
         # With model.lora.r set, every stage (and the control arm) trains the adapters only.
         self.policy: Policy = load_run_policy(config.model, config.seed)
+        # The stages train `replica.trained`; the engine, evaluation and checkpoints use
+        # `policy.model`, the same weights (synced after each update under FSDP).
+        try:
+            self.replica = PolicyReplica(self.policy.model, config.train)
+        except DistributedError as exc:
+            raise ConfigError(f"train.strategy: {exc}") from None
         self.tok = self.policy.tokenizer
         self.pad_id: int = self.tok.pad_token_id  # type: ignore[attr-defined]
-        self.engine = HFEngine(self.policy.model, self.tok, seed=config.seed)
+        self.engine = HFEngine(self.policy.model, self.tok, seed=rank_seed(config.seed))
         self.max_context = context_window(self.policy.model)
         x = config.context
         self.over_long = OverLongPolicy(x.over_long, x.retriever, x.order, x.chunk_tokens)
@@ -232,7 +312,7 @@ class _Pipeline:
                 examples, val = self.sft_data()
                 final_lr = self.stage_sft(examples, val)
             if (cfg.control.enabled and (cfg.dpo.enabled or cfg.grpo.enabled)
-                    and not self.done("control")):  # fmt: skip
+                    and not self.done("control") and is_main()):  # fmt: skip
                 control = ControlArm.start(
                     self.run_dir.checkpoint_path("sft"),
                     self.run_dir.checkpoint_path("control"),
@@ -253,7 +333,9 @@ class _Pipeline:
                     train()
         finally:
             outcome = control.stop() if control is not None else None
-        if outcome is not None:
+        # Rank 0 ran the arm; every rank evaluates its checkpoint (after this collective,
+        # which rank 0 reaches once the checkpoint is saved).
+        if any_rank(outcome is not None):
             self.stage_control(outcome)
         elif self.done("control"):
             self.restore("control")
@@ -285,7 +367,7 @@ class _Pipeline:
         c = self.cfg.sft
         self.report.stage("sft", c.max_steps)
         res = train_sft(
-            self.policy.model,
+            self.replica.trained,  # type: ignore[arg-type]
             examples,
             val,
             c,
@@ -293,6 +375,7 @@ class _Pipeline:
             seed=self.cfg.seed,
             log=self.logger("sft"),
         )
+        self.replica.sync()
         self.finish(
             "sft",
             res.steps,
@@ -334,8 +417,10 @@ class _Pipeline:
             pairs, val_pairs = mine("dpo", c.num_tasks), mine("dpo-val", c.val_tasks)
         self.report.stage("dpo", max(1, -(-len(pairs) // c.batch_size) * c.epochs))
         res = train_dpo(
-            self.policy.model, pairs, val_pairs, c, self.pad_id, seed=seed, log=self.logger("dpo")
-        )
+            self.replica.trained, pairs, val_pairs, c, self.pad_id, seed=seed,  # type: ignore[arg-type]
+            log=self.logger("dpo"),
+        )  # fmt: skip
+        self.replica.sync()
         seconds = time.perf_counter() - start
         self.finish(
             "dpo",
@@ -365,7 +450,7 @@ class _Pipeline:
             adaptive=c.adaptive_difficulty,
         )
         res = train_grpo(
-            self.policy.model,
+            self.replica.trained,  # type: ignore[arg-type]
             self.tok,
             self.engine,
             sampler,
@@ -380,8 +465,10 @@ class _Pipeline:
             resume=load_grpo_state(self.state_path) if self.resuming else None,
             save_state=self.save_grpo,
             rollout=self.cfg.rollout,
+            replica=self.replica,
         )
-        shutil.rmtree(self.state_path, ignore_errors=True)  # the stage's checkpoint follows
+        if is_main():
+            shutil.rmtree(self.state_path, ignore_errors=True)  # the stage's checkpoint follows
         seconds = time.perf_counter() - start
         self.finish(
             "grpo",
@@ -395,15 +482,18 @@ class _Pipeline:
         )
         return seconds
 
-    def stage_control(self, outcome: ControlOutcome) -> None:
-        """Log the control arm's run and evaluate its checkpoint (it saved it itself)."""
-        self.report.stage("control (more SFT)", outcome.steps)
-        for step, values in outcome.log:
-            self.metrics.log("control", step, values)
-        stats = {"seconds": outcome.seconds, "steps": outcome.steps, "val_loss": outcome.val_loss}
-        self.result.stages["control"] = stats
+    def stage_control(self, outcome: ControlOutcome | None) -> None:
+        """Log the control arm's run (on rank 0, which ran it) and evaluate its
+        checkpoint (it saved it itself) on every rank."""
+        if outcome is not None:
+            self.report.stage("control (more SFT)", outcome.steps)
+            for step, values in outcome.log:
+                self.metrics.log("control", step, values)
+            self.result.stages["control"] = {
+                "seconds": outcome.seconds, "steps": outcome.steps, "val_loss": outcome.val_loss
+            }  # fmt: skip
         policy, _ = load_checkpoint(self.run_dir.checkpoint_path("control"), restore_rng=False)
-        self.policy.model.load_state_dict(policy.model.state_dict())
+        self.replica.load(policy.model.state_dict())
         self.evaluate("control")
 
     # ---- shared plumbing -----------------------------------------------------------
@@ -426,7 +516,7 @@ class _Pipeline:
     def restore(self, stage: str) -> dict[str, float]:
         """Take a finished stage's weights and evaluation instead of redoing them."""
         policy, state = load_checkpoint(self.run_dir.checkpoint_path(stage), restore_rng=False)
-        self.policy.model.load_state_dict(policy.model.state_dict())
+        self.replica.load(policy.model.state_dict())
         stats = {k: float(v) for k, v in state.get("stats", {}).items()}
         self.result.stages[stage] = stats
         self.evaluate(stage)
@@ -447,18 +537,18 @@ class _Pipeline:
 
     def finish(self, stage: str, step: int, stats: dict[str, float]) -> None:
         self.result.stages[stage] = stats
-        path = self.run_dir.checkpoint_path(stage)
-        save_checkpoint(
-            path,
-            self.policy,
-            stage,
-            step,
-            {
-                "stats": stats,
-                "trace_high_water_mark": self.traces.high_water_mark(),
-                "base_model": base_model_record(self.cfg.model, self.cfg.seed),
-            },
-        )
+        if is_main():
+            save_checkpoint(
+                self.run_dir.checkpoint_path(stage),
+                self.policy,
+                stage,
+                step,
+                {
+                    "stats": stats,
+                    "trace_high_water_mark": self.traces.high_water_mark(),
+                    "base_model": base_model_record(self.cfg.model, self.cfg.seed),
+                },
+            )
         self.evaluate(stage)
 
     def evaluate(self, label: str) -> EvalResult:
@@ -486,7 +576,8 @@ class _Pipeline:
                     "seed_offset": self.cfg.eval.seed_offset,
                     "difficulties": self.cfg.eval.difficulties}  # fmt: skip
         model = self.cfg.model.name if label == "untrained" else f"checkpoints/{label}"
-        save_results(self.run_dir.eval_path(label), results_document(res, model, settings))
+        if is_main():
+            save_results(self.run_dir.eval_path(label), results_document(res, model, settings))
         values = {"completion": res.overall.rate, "mean": res.mean}
         for name, score in res.per_domain.items():
             values[f"{name}/completion"] = score.completed.rate

@@ -40,10 +40,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+import torch.distributed as dist
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_state_dict,
+    set_state_dict,
+)
 
+from posttrain.ranks import is_distributed, rank, world_size
 from posttrain.store.atomic import atomic_directory, atomic_write_text, is_complete
 from posttrain.store.metrics import read_metrics
 from posttrain.store.run_dir import RunDir, RunDirError
+from posttrain.train.distributed import rank_seed
 
 if TYPE_CHECKING:
     from posttrain.config import RunConfig
@@ -160,3 +168,57 @@ def forget_unfinished(run: RunDir, stages: tuple[str, ...]) -> int:
     if dropped:
         atomic_write_text(run.metrics_path, "".join(line + "\n" for line in kept))
     return dropped
+
+
+def train_state(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Full model and optimizer state keyed by parameter names, gathered from the
+    shards under FSDP (a collective: every rank calls it; rank 0 gets the tensors, on
+    CPU): what `load_train_state` loads into a run of any world size and strategy."""
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return get_state_dict(model, optimizer, options=options)
+
+
+def load_train_state(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    model_state: dict[str, Any],
+    optimizer_state: dict[str, Any],
+) -> None:
+    """Load `train_state`'s output (every rank reads the same full state)."""
+    set_state_dict(
+        model,
+        optimizer,
+        model_state_dict=model_state,
+        optim_state_dict=optimizer_state,
+        options=StateDictOptions(full_state_dict=True),
+    )
+
+
+def capture_rank_rng(engine: Any) -> dict[str, Any]:
+    """`capture_rng` of every rank (a collective under torchrun), as {"ranks": [...]}."""
+    mine = capture_rng(engine)
+    if not is_distributed():
+        return {"ranks": [mine]}
+    every: list[dict[str, Any] | None] = [None] * world_size()
+    dist.all_gather_object(every, mine)
+    return {"ranks": every}
+
+
+def restore_rank_rng(rng: dict[str, Any], engine: Any, step: int) -> None:
+    """This rank's generators from `capture_rank_rng`. A rank the saved run did not
+    have (resumed on more ranks) takes rank 0's and reseeds them from its rank and the
+    step, so ranks still sample differently. A state saved before ranks were recorded
+    is rank 0's."""
+    states = rng.get("ranks", [rng])
+    if rank() < len(states):
+        restore_rng(states[rank()], engine)
+        return
+    restore_rng(states[0], engine)
+    seed = rank_seed(step)
+    torch.manual_seed(seed)
+    random.seed(seed)
+    generator = getattr(engine, "generator", None)
+    if isinstance(generator, torch.Generator):
+        generator.manual_seed(seed)

@@ -37,10 +37,12 @@ from transformers import PreTrainedModel
 from posttrain.config import RolloutConfig
 from posttrain.domains.base import Domain
 from posttrain.engines.base import Engine, SamplingParams
+from posttrain.ranks import broadcast_object, is_distributed, is_main, shard_map
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import run_episodes
 from posttrain.rollout.scheduler import Scheduler, SchedulerConfig
 from posttrain.tools import ToolPolicy
+from posttrain.train.distributed import DistributedError
 from posttrain.train.mixture import TaskSampler
 from posttrain.types import Rollout, Task
 
@@ -80,13 +82,18 @@ class LockstepSource:
         self.max_context, self.over_long = max_context, over_long
 
     def batch(self, prompts: int, version: int) -> list[Group]:
+        """The step's tasks (the same on every rank: one sampler seed); under torchrun
+        each rank runs the episodes of its share and gets everyone's (`shard_map`)."""
         tasks = self.sampler.sample(prompts)
-        groups = run_episodes(
-            tasks, self.engine, self.tokenizer, self.params, self.get_domain,
-            policy_version=version, max_context=self.max_context, over_long=self.over_long,
-            tool_policy=self.tool_policy,
-        )  # fmt: skip
-        return list(zip(tasks, groups, strict=True))
+
+        def episodes(mine: list[Task]) -> list[list[Rollout]]:
+            return run_episodes(
+                mine, self.engine, self.tokenizer, self.params, self.get_domain,
+                policy_version=version, max_context=self.max_context,
+                over_long=self.over_long, tool_policy=self.tool_policy,
+            )  # fmt: skip
+
+        return list(zip(tasks, shard_map(tasks, episodes), strict=True))
 
     def updated(self, model: PreTrainedModel, version: int) -> None:
         """The engine samples from the trainer's own model: nothing to load."""
@@ -154,6 +161,35 @@ class ScheduledSource:
 
     def close(self) -> None:
         self.scheduler.close()
+
+
+class RankZeroSource:
+    """Under torchrun: rank 0 runs `inner` (the scheduler, or Ray rollout workers) and
+    broadcasts each step's groups; the new weights go to `inner` from rank 0's full
+    model (`PolicyReplica.plain`, synced on every rank before `updated`). The other
+    ranks pass None and wait in the broadcast while rank 0's engines generate."""
+
+    def __init__(self, inner: RolloutSource | None) -> None:
+        self.inner = inner
+
+    def batch(self, prompts: int, version: int) -> list[Group]:
+        groups = self.inner.batch(prompts, version) if self.inner is not None else None
+        received: list[Group] | None = broadcast_object(groups)
+        if received is None:
+            raise DistributedError("rank 0 sent no rollout groups: it has no rollout source")
+        return received
+
+    def updated(self, model: PreTrainedModel, version: int) -> None:
+        if self.inner is not None:
+            self.inner.updated(model, version)
+
+    def metrics(self) -> dict[str, float]:
+        """Rank 0's (the only rank that logs)."""
+        return self.inner.metrics() if self.inner is not None else {}
+
+    def close(self) -> None:
+        if self.inner is not None:
+            self.inner.close()
 
 
 def weights_of(model: PreTrainedModel) -> dict[str, Any]:
@@ -254,9 +290,19 @@ def make_source(
     max_context: int | None = None,
     over_long: OverLongPolicy | None = None,
     prompts_per_step: int = 1,
+    ranked: bool = True,
 ) -> RolloutSource:
     """The source `cfg` names: lockstep (also without a config), the local scheduler,
-    or Ray workers."""
+    or Ray workers. Under torchrun, lockstep runs on every rank (each its share of the
+    groups); the scheduler or Ray workers run on rank 0, which hands every step's
+    groups to the other ranks (`RankZeroSource`)."""
+    lockstep = cfg is None or (cfg.backend == "local" and cfg.mode == "lockstep")
+    if ranked and is_distributed() and not lockstep:
+        inner = None
+        if is_main():
+            inner = make_source(cfg, model, engine, tokenizer, sampler, get_domain, params,
+                                max_context, over_long, prompts_per_step, ranked=False)  # fmt: skip
+        return RankZeroSource(inner)
     if cfg is not None and cfg.backend == "ray":
         rollouts = ray_rollouts(
             cfg, model, engine, tokenizer, get_domain, params, prompts_per_step,

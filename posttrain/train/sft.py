@@ -36,16 +36,9 @@ import torch
 from transformers import PreTrainedModel
 
 from posttrain.config import SFTConfig
+from posttrain.ranks import all_reduce_sum, any_rank, world_size
 from posttrain.train.batches import batch_logprobs, pack
-from posttrain.train.distributed import (
-    DistributedError,
-    all_reduce_sum,
-    any_rank,
-    gradient_sync,
-    local_share,
-    main_only,
-    world_size,
-)
+from posttrain.train.distributed import DistributedError, gradient_sync, local_share, main_only
 from posttrain.types import Rollout
 
 LogFn = Callable[[int, dict[str, float]], None]

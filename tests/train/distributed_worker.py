@@ -1,4 +1,4 @@
-"""One SFT or DPO run of the tiny model on synthetic data, under torchrun or in process.
+"""SFT, DPO or GRPO runs of the tiny model on synthetic data, under torchrun or in process.
 
 The distributed tests start it with `posttrain.train.distributed.launch`:
 
@@ -25,19 +25,24 @@ from typing import Any
 import torch
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-from posttrain.config import DPOConfig, SFTConfig
+from posttrain.config import DPOConfig, GRPOConfig, RolloutConfig, SFTConfig, TrainConfig
+from posttrain.domains.base import Axes
+from posttrain.engines.base import Completion, GenerationRequest
 from posttrain.models.loading import load_policy
+from posttrain.ranks import is_main
 from posttrain.train import distributed as ddist
 from posttrain.train.dpo import PreferencePair, train_dpo
+from posttrain.train.grpo import train_grpo
+from posttrain.train.mixture import TaskSampler
 from posttrain.train.sft import SFTLoop, sft_optimizer, train_sft
-from posttrain.types import Message, Rollout, Verdict
+from posttrain.types import Message, Reference, Rollout, Task, Verdict
 
 VOCAB = 250
 
 
 @dataclass
 class Args:
-    tasks: str = "sft"  # "sft", "dpo" or "sft,dpo" (one after the other, same model)
+    tasks: str = "sft"  # "sft", "dpo", "grpo" or e.g. "sft,dpo" (in turn, same model)
     strategy: str = "none"
     steps: int = 6
     batch: int = 8
@@ -49,6 +54,7 @@ class Args:
     kill_rank: int = -1
     kill_step: int = 0
     audit: str | None = None
+    rollout: str = "lockstep"  # GRPO's rollout.mode: lockstep, or scheduled (on rank 0)
 
 
 def synthetic_rollout(rng: random.Random, i: int) -> Rollout:
@@ -83,7 +89,8 @@ def run(args: Args) -> dict[str, Any]:
     if args.audit:
         _audit_writes(Path(args.out or "."), Path(args.audit) / f"rank{info.rank}.json")
     policy = load_policy("tiny", seed=0)
-    model = ddist.wrap_model(policy.model, args.strategy)  # type: ignore[arg-type]
+    replica = ddist.PolicyReplica(policy.model, TrainConfig(strategy=args.strategy))  # type: ignore[arg-type]
+    model = replica.trained
     if info.rank == args.kill_rank:
         _kill_during_step(model, args.kill_step)
     stats: dict[str, dict[int, dict[str, float]]] = {}
@@ -92,13 +99,15 @@ def run(args: Args) -> dict[str, Any]:
         log = stats.setdefault(task, {}).__setitem__
         if task == "sft":
             _run_sft(args, model, pad, log)
+        elif task == "grpo":
+            _run_grpo(args, replica, policy.tokenizer, log)
         else:  # 16 pairs in batches of 5: the last holds one pair, a stand-in on rank 1
             pairs = [PreferencePair(*sft_data()[0][i : i + 2]) for i in range(0, 32, 2)]
             cfg = DPOConfig(batch_size=5, lr=1e-3, epochs=1, max_minutes=10.0)
             train_dpo(model, pairs, pairs[:4], cfg, pad, log=log)
     if args.merged:
         ddist.save_merged(Path(args.merged), model, policy.tokenizer)
-    if args.out and ddist.is_main():
+    if args.out and is_main():
         (Path(args.out) / "metrics.json").write_text(json.dumps(stats))
     full = get_model_state_dict(
         model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
@@ -121,6 +130,68 @@ def _run_sft(args: Args, model: Any, pad: int, log: Any) -> None:
 
     train_sft(model, train, val, cfg, pad, log=log, optimizer=optimizer, resume=resume,
               on_step=on_step)  # fmt: skip
+
+
+class SayYes:
+    """A one-turn domain whose reward is 1 exactly when the answer is "yes"."""
+
+    id = "test/say-yes-v1"
+    axes = Axes("text", "none", "single", "exact")
+    max_turns = 1
+
+    def generate(self, seed: int, difficulty: int) -> Task:
+        prompt = [Message("user", f"say yes #{seed}")]
+        return Task(f"{self.id}@{seed}.d{difficulty}", self.id, prompt, "yes", difficulty, seed)
+
+    def reference(self, task: Task) -> Reference:
+        return Reference.single("yes")
+
+    def verify(self, task: Task, rollout: Rollout, session: Any) -> Verdict:
+        passed = rollout.final_text == "yes"
+        return Verdict(float(passed), passed, "said yes" if passed else "did not say yes")
+
+
+class ScriptedSampler:
+    """Sample i of every request is `TEXTS[i % 4]` with logprobs -1: the same rollouts
+    whichever rank runs a group, so one process and two ranks train on the same data."""
+
+    TEXTS = ("yes", "no", "yes yes yes", "nope, no")
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def update_weights(self, state_dict: Any) -> None:
+        pass
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+        out = []
+        for r in requests:
+            row = []
+            for i in range(r.params.n):
+                text = self.TEXTS[i % len(self.TEXTS)]
+                ids = [*self.tokenizer.encode(text, add_special_tokens=False),
+                       self.tokenizer.eos_token_id]  # fmt: skip
+                row.append(Completion(ids, [-1.0] * len(ids), text, "stop"))
+            out.append(row)
+        return out
+
+
+def grpo_config(args: Args) -> GRPOConfig:
+    """Two groups of 4 per step (one per rank), two minibatches of 4, micro-batches of
+    about two rollouts, a KL term: every part of the update that ranks split."""
+    return GRPOConfig(
+        steps=args.steps, batch_size=8, group_size=4, minibatch_size=4, lr=1e-3,
+        kl_coef=0.05, micro_batch_tokens=40, max_minutes=10.0,
+    )  # fmt: skip
+
+
+def _run_grpo(args: Args, replica: ddist.PolicyReplica, tokenizer: Any, log: Any) -> None:
+    domain = SayYes()
+    train_grpo(
+        replica.trained, tokenizer, ScriptedSampler(tokenizer),  # type: ignore[arg-type]
+        TaskSampler([domain], "grpo"), lambda _: domain, grpo_config(args), max_tokens=8,
+        log=log, replica=replica, rollout=RolloutConfig(mode=args.rollout),  # type: ignore[arg-type]
+    )  # fmt: skip
 
 
 def _kill_during_step(model: torch.nn.Module, step: int) -> None:

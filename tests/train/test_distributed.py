@@ -1,4 +1,4 @@
-"""Data-parallel SFT and DPO under torchrun (gloo, 2 CPU ranks) against one process.
+"""Data-parallel SFT, DPO and GRPO under torchrun (gloo, 2 CPU ranks) against one process.
 
 Each torchrun job (`distributed_worker.py`) runs once per module and several tests
 read its outputs; the single-process baselines run in this process.
@@ -63,8 +63,10 @@ def single(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     ckpt = tmp_path_factory.mktemp("single") / "ckpt"
     sft = run(Args(tasks="sft", ckpt=str(ckpt), save_at=3))
     both = run(Args(tasks="sft,dpo"))
+    grpo = run(Args(tasks="grpo", steps=3))
     return {"sft": as_str_keys(sft["stats"]["sft"]), "sft_state": sft["state"], "ckpt": ckpt,
-            "dpo": as_str_keys(both["stats"]["dpo"])}  # fmt: skip
+            "dpo": as_str_keys(both["stats"]["dpo"]),
+            "grpo": as_str_keys(grpo["stats"]["grpo"])}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +112,42 @@ def test_ddp_dpo_matches_the_single_process_loss_curve(
         assert [ours[s][key] for s in ours] == pytest.approx(
             [theirs[s][key] for s in theirs], rel=1e-4, abs=1e-6
         )
+
+
+GRPO_KEYS = ("loss", "kl", "clip_frac", "reward", "entropy")
+
+
+def same_grpo_curve(job: dict[str, Any], single: dict[str, Any]) -> None:
+    """Per-step GRPO stats of a 2-rank job equal the single-process run's: the ranks
+    sampled one group each and split every micro-batch, yet took the same updates."""
+    assert sorted(job) == sorted(single["grpo"]) == ["1", "2", "3"]
+    for step, values in job.items():
+        for key in GRPO_KEYS:
+            assert values[key] == pytest.approx(single["grpo"][step][key], rel=1e-4, abs=1e-6), (
+                step, key)  # fmt: skip
+
+
+def test_ddp_grpo_matches_the_single_process_run(single: dict[str, Any], tmp_path: Path) -> None:
+    job = torchrun(tmp_path, "--strategy", "ddp", "--tasks", "grpo", "--steps", "3")
+    same_grpo_curve(job["stats"]["grpo"], single)
+    assert job["writes"][1] == []  # rank 1 logged nothing itself
+
+
+@pytest.mark.slow  # torchrun jobs; make test keeps the DDP job
+def test_ddp_grpo_with_the_scheduler_on_rank_zero_matches_the_single_process_run(
+    single: dict[str, Any], tmp_path: Path
+) -> None:
+    """rollout.mode=scheduled: rank 0's scheduler samples every group and broadcasts
+    them; with deterministic samples that is the lockstep run's batch."""
+    job = torchrun(tmp_path, "--strategy", "ddp", "--tasks", "grpo", "--steps", "3",
+                   "--rollout", "scheduled")  # fmt: skip
+    same_grpo_curve(job["stats"]["grpo"], single)
+
+
+@pytest.mark.slow  # torchrun jobs; make test keeps the DDP job
+def test_fsdp_grpo_matches_the_single_process_run(single: dict[str, Any], tmp_path: Path) -> None:
+    job = torchrun(tmp_path, "--strategy", "fsdp", "--tasks", "grpo", "--steps", "3")
+    same_grpo_curve(job["stats"]["grpo"], single)
 
 
 @pytest.mark.slow  # torchrun jobs; make test keeps the DDP job

@@ -15,6 +15,7 @@ from posttrain.train import grpo as grpo_module
 from posttrain.train.grpo import train_grpo
 from posttrain.train.mixture import TaskSampler
 from posttrain.types import Message, Reference, Rollout, Task, Verdict
+from tests.train.distributed_worker import SayYes
 
 LOGGED_KEYS = {
     "reward",
@@ -41,25 +42,6 @@ LOGGED_KEYS = {
 def _overall(values: dict[str, float]) -> set[str]:
     """The logged keys apart from the per-family, per-cell and per-component ones."""
     return {k for k in values if not k.startswith(("by_family/", "by_cell/", "component/"))}
-
-
-class SayYes:
-    """A one-turn domain whose reward is 1 exactly when the answer is "yes"."""
-
-    id = "test/say-yes-v1"
-    axes = Axes("text", "none", "single", "exact")
-    max_turns = 1
-
-    def generate(self, seed: int, difficulty: int) -> Task:
-        prompt = [Message("user", f"say yes #{seed}")]
-        return Task(f"{self.id}@{seed}.d{difficulty}", self.id, prompt, "yes", difficulty, seed)
-
-    def reference(self, task: Task) -> Reference:
-        return Reference.single("yes")
-
-    def verify(self, task: Task, rollout: Rollout, session: Any) -> Verdict:
-        passed = rollout.final_text == "yes"
-        return Verdict(float(passed), passed, "said yes" if passed else "did not say yes")
 
 
 class EvenFirstToken:
