@@ -79,6 +79,9 @@ class SFTConfig(_Strict):
     data_file: str | None = Field(
         None, description="JSONL/Parquet of {messages: [...]} to train on instead of references"
     )
+    save_every: int = Field(
+        0, ge=0, description="steps between resumable full-state saves (0 = none)"
+    )
 
 
 class DPOConfig(_Strict):

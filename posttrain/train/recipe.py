@@ -83,14 +83,17 @@ from posttrain.train.monitor import TrainingMonitor
 from posttrain.train.recipe_inputs import resolve_domains, split_off
 from posttrain.train.resume import (
     GRPO_STATE,
+    SFT_STATE,
     STAGES,
     GRPOState,
     forget_unfinished,
     load_grpo_state,
+    load_sft_state,
     open_for_resume,
     save_grpo_state,
+    save_sft_state,
 )
-from posttrain.train.sft import train_sft
+from posttrain.train.sft import SFTLoop, sft_optimizer, train_sft
 from posttrain.train.summary import summary_markdown
 from posttrain.types import Rollout
 
@@ -366,21 +369,40 @@ class _Pipeline:
     def stage_sft(self, examples: list[Rollout], val: list[Rollout]) -> float:
         c = self.cfg.sft
         self.report.stage("sft", c.max_steps)
+        model = self.replica.trained
+        optimizer = sft_optimizer(model, c)
+        state_dir = self.run_dir.checkpoint_path(SFT_STATE)
+        loop, before = None, 0.0  # a resumed stage: where it stood, seconds it had run
+        if self.resuming and is_complete(state_dir):
+            loop, before = load_sft_state(state_dir, model, optimizer)
+            self.replica.sync()
+        start = time.perf_counter()
+
+        def save(state: SFTLoop, opt: torch.optim.Optimizer) -> None:
+            if c.save_every and state.step % c.save_every == 0 and state.step < c.max_steps:
+                save_sft_state(state_dir, model, opt, state, before + time.perf_counter() - start)
+
         res = train_sft(
-            self.replica.trained,  # type: ignore[arg-type]
+            model,  # type: ignore[arg-type]
             examples,
             val,
             c,
             self.pad_id,
             seed=self.cfg.seed,
+            max_seconds=c.max_minutes * 60 - before,
             log=self.logger("sft"),
+            optimizer=optimizer,
+            resume=loop,
+            on_step=save,
         )
         self.replica.sync()
+        if is_main():
+            shutil.rmtree(state_dir, ignore_errors=True)  # the stage's checkpoint follows
         self.finish(
             "sft",
             res.steps,
             {
-                "seconds": res.seconds,
+                "seconds": before + res.seconds,
                 "val_loss": res.best_val_loss,
                 "steps": res.steps,
                 "stopped_on_plateau": float(res.stop_reason == "plateau"),

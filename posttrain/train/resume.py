@@ -1,8 +1,11 @@
-"""GRPO's full training state, saved every `grpo.save_every` steps so a run killed
-mid-stage (`kill -9` included) continues exactly where the last save left it.
+"""SFT's and GRPO's full training state, saved every `sft.save_every` / `grpo.save_every`
+steps so a run killed mid-stage (`kill -9` included) continues exactly where the last
+save left it.
 
     save_grpo_state(run.checkpoint_path("grpo-state"), state)     # atomic directory
     state = load_grpo_state(run.checkpoint_path("grpo-state"))    # None when absent
+    save_sft_state(run.checkpoint_path("sft-state"), model, optimizer, loop, elapsed_s)
+    loop, elapsed_s = load_sft_state(run.checkpoint_path("sft-state"), model, optimizer)
 
     posttrain run resume=runs/20261201-003956                     # the whole run
 
@@ -19,13 +22,19 @@ one, the task sampler (its RNG, seed cursor, curriculum pass rates and length
 window: `TaskSampler.state_dict`), every RNG the step draws from (torch's global
 generator, Python's `random`, the engine's sampling generator) and the trace store's
 high-water mark at the save. The directory is written with `store.atomic`: a crash
-mid-save leaves the previous state as it was.
+mid-save leaves the previous state as it was. An SFT state is a sharded checkpoint
+(`train/distributed.py`'s `save_sharded`: model and AdamW state through
+torch.distributed.checkpoint, loadable on any number of ranks) whose JSON holds the
+`SFTLoop` (step, the data order's RNG and remaining order, loss EMA, plateau
+counters) and the stage's elapsed seconds.
 
 Not guaranteed: exactness needs the same code, config, thread count and machine
 class (float reductions differ across CPUs). Metrics logged after the last save are
 dropped on resume and logged again by the replayed steps; their rollouts stay in the
 trace store (marked with their policy version) beside the replayed ones. The alert
-monitor's history windows start empty after a resume. The control arm is not
+monitor's history windows start empty after a resume. A resumed SFT stage does not
+have the plateau rule's best weights from before the save (it restores only a best
+found after it). The control arm is not
 resumable: when it had not finished, a fresh one starts from the SFT checkpoint and
 trains for the resumed part's wall-clock only, so the two arms no longer had equal
 time (`summary.md` keeps its step count).
@@ -51,7 +60,8 @@ from posttrain.ranks import is_distributed, rank, world_size
 from posttrain.store.atomic import atomic_directory, atomic_write_text, is_complete
 from posttrain.store.metrics import read_metrics
 from posttrain.store.run_dir import RunDir, RunDirError
-from posttrain.train.distributed import rank_seed
+from posttrain.train.distributed import load_sharded, rank_seed, save_sharded
+from posttrain.train.sft import SFTLoop
 
 if TYPE_CHECKING:
     from posttrain.config import RunConfig
@@ -59,6 +69,7 @@ if TYPE_CHECKING:
 STATE_JSON = "state.json"
 TENSORS = "tensors.pt"
 GRPO_STATE = "grpo-state"  # checkpoints/grpo-state/
+SFT_STATE = "sft-state"  # checkpoints/sft-state/
 STAGES = ("sft", "dpo", "grpo", "control")
 
 
@@ -145,18 +156,15 @@ def forget_unfinished(run: RunDir, stages: tuple[str, ...]) -> int:
     number of rows dropped; the file is rewritten atomically."""
     if not run.metrics_path.is_file():
         return 0
-    state_step = 0
-    state_json = run.checkpoint_path(GRPO_STATE) / STATE_JSON
-    if is_complete(run.checkpoint_path(GRPO_STATE)):
-        state_step = int(json.loads(state_json.read_text())["step"])
+    saved = {"grpo": _state_step(run, GRPO_STATE), "sft": _state_step(run, SFT_STATE)}
     unfinished = {s for s in stages if not is_complete(run.checkpoint_path(s))}
     kept, dropped = [], 0
     for row in read_metrics(run.metrics_path):
         stage, step = row.get("stage", ""), int(row.get("step", 0))
-        if stage == "grpo" and "grpo" in unfinished:
-            lost = step > state_step
+        if stage in saved and stage in unfinished:
+            lost = step > saved[stage]
         elif stage == "heldout":
-            lost = "grpo" in unfinished and step > state_step
+            lost = "grpo" in unfinished and step > saved["grpo"]
         elif stage.startswith("eval/"):
             lost = not run.eval_path(stage.split("/", 1)[1]).is_file()
         else:
@@ -168,6 +176,35 @@ def forget_unfinished(run: RunDir, stages: tuple[str, ...]) -> int:
     if dropped:
         atomic_write_text(run.metrics_path, "".join(line + "\n" for line in kept))
     return dropped
+
+
+def _state_step(run: RunDir, name: str) -> int:
+    """The step of a complete mid-stage state under checkpoints/`name`, else 0."""
+    path = run.checkpoint_path(name)
+    if not is_complete(path):
+        return 0
+    return int(json.loads((path / STATE_JSON).read_text())["step"])
+
+
+def save_sft_state(
+    path: Path,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loop: SFTLoop,
+    elapsed_s: float,
+) -> Path:
+    """An SFT stage's state after `loop.step` (every rank calls it: each writes its shard)."""
+    return save_sharded(path, model, optimizer, {**loop.to_dict(), "elapsed_s": elapsed_s})
+
+
+def load_sft_state(
+    path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer
+) -> tuple[SFTLoop, float]:
+    """Load `save_sft_state`'s weights and optimizer into `model` and `optimizer`;
+    returns the loop to resume and the seconds the stage had run."""
+    state = load_sharded(path, model, optimizer)
+    elapsed = float(state.pop("elapsed_s"))
+    return SFTLoop.from_dict(state), elapsed
 
 
 def train_state(

@@ -1,5 +1,6 @@
-"""Full-state resume: a run killed with SIGKILL mid-GRPO and resumed gives the same
-per-step losses as the same run uninterrupted; finished stages are loaded, not redone."""
+"""Full-state resume: a run killed with SIGKILL mid-GRPO (or mid-SFT) and resumed gives
+the same per-step losses as the same run uninterrupted; finished stages are loaded,
+not redone."""
 
 from __future__ import annotations
 
@@ -43,17 +44,17 @@ def _trace_ids(run: Path) -> list[str]:
         return [row[0] for row in db.execute("SELECT id FROM rollouts WHERE stage = 'grpo'")]
 
 
-def _kill_when_grpo_reaches(proc: subprocess.Popen[str], metrics: Path, step: int) -> None:
+def _kill_when(proc: subprocess.Popen[str], metrics: Path, step: int, stage: str = "grpo") -> None:
     deadline = time.monotonic() + 540
     while time.monotonic() < deadline and proc.poll() is None:
         if metrics.is_file() and any(
-            r["stage"] == "grpo" and r["step"] >= step for r in read_metrics(metrics)
+            r["stage"] == stage and r["step"] >= step for r in read_metrics(metrics)
         ):
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=60)
             return
         time.sleep(0.05)
-    raise AssertionError(f"the run never reached GRPO step {step} (exit code {proc.poll()})")
+    raise AssertionError(f"the run never reached {stage} step {step} (exit code {proc.poll()})")
 
 
 @pytest.mark.slow  # three runs, about 90 s
@@ -65,7 +66,7 @@ def test_a_run_killed_mid_grpo_and_resumed_matches_the_uninterrupted_run(tmp_pat
     proc = subprocess.Popen([POSTTRAIN, "run", f"out_dir={tmp_path}", "name=killed", *SETTINGS],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
                             cwd=tmp_path, env=ENV)  # fmt: skip
-    _kill_when_grpo_reaches(proc, killed / "metrics.jsonl", 4)
+    _kill_when(proc, killed / "metrics.jsonl", 4)
     assert proc.returncode == -signal.SIGKILL
     assert (killed / "checkpoints" / "sft" / COMPLETE_MARKER).is_file()
     assert not (killed / "checkpoints" / "grpo" / COMPLETE_MARKER).exists()
@@ -94,6 +95,44 @@ def test_a_run_killed_mid_grpo_and_resumed_matches_the_uninterrupted_run(tmp_pat
     assert [t["passed"] for t in resumed_grpo["tasks"]] == [
         t["passed"] for t in straight_grpo["tasks"]
     ]
+
+
+SFT_SETTINGS = [
+    "sft.max_steps=40", "sft.num_examples=64", "sft.eval_every=5", "sft.val_examples=16",
+    "sft.save_every=10", "sft.patience=100", "dpo.enabled=false", "grpo.enabled=false",
+    "control.enabled=false", "eval.tasks_per_domain=4", "max_new_tokens=24",
+]  # fmt: skip
+
+
+def _sft_rows(run: Path) -> list[tuple[int, float, float]]:
+    rows = [r for r in read_metrics(run / "metrics.jsonl") if r["stage"] == "sft"]
+    return [(r["step"], r["values"]["loss"], r["values"]["val_loss"]) for r in rows]
+
+
+@pytest.mark.slow  # three runs, about 60 s
+def test_a_run_killed_mid_sft_and_resumed_matches_the_uninterrupted_run(tmp_path: Path) -> None:
+    straight = _run(f"out_dir={tmp_path}", "name=straight", *SFT_SETTINGS, cwd=tmp_path)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen([POSTTRAIN, "run", f"out_dir={tmp_path}", "name=killed",
+                             *SFT_SETTINGS], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, text=True, cwd=tmp_path, env=ENV)  # fmt: skip
+    _kill_when(proc, killed / "metrics.jsonl", 15, stage="sft")
+    assert proc.returncode == -signal.SIGKILL
+    assert not (killed / "checkpoints" / "sft" / COMPLETE_MARKER).exists()
+    saved = json.loads((killed / "checkpoints" / "sft-state" / "state.json").read_text())
+    assert saved["step"] in (10, 20, 30) and saved["elapsed_s"] > 0
+
+    resumed = _run(f"resume={killed}", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    expected, got = _sft_rows(tmp_path / "straight"), _sft_rows(killed)
+    assert [s for s, _, _ in got] == list(range(5, 41, 5))  # lost rows dropped, then redone
+    for (step, loss, val), (_, loss2, val2) in zip(expected, got, strict=True):
+        assert abs(loss2 - loss) <= 1e-6 and abs(val2 - val) <= 1e-6, (step, loss, loss2)
+    assert not (killed / "checkpoints" / "sft-state").exists()  # removed once SFT finished
+    evals = [json.loads((run / "evals" / "sft.json").read_text()) for run in
+             (tmp_path / "straight", killed)]  # fmt: skip
+    assert [t["passed"] for t in evals[0]["tasks"]] == [t["passed"] for t in evals[1]["tasks"]]
 
 
 def test_resume_with_other_settings_is_refused(tmp_path: Path) -> None:
