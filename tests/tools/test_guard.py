@@ -137,6 +137,23 @@ def test_tool_sleeping_past_its_timeout_is_abandoned(release: threading.Event) -
     assert counters.timeouts == 1 and counters.infra_retries == 0
 
 
+def test_a_hung_call_does_not_hold_up_the_next_one(release: threading.Event) -> None:
+    session = FakeSession({"nap": lambda _: release.wait(30), "search": found}, declared=("nap",))
+    run(session, ToolCall("nap"), ToolPolicy(timeout_s=0.2))  # its worker stays busy
+    started = time.perf_counter()
+    result, _ = run(session, ToolCall("search", {"query": "x"}))
+    assert result.outcome == "ok" and time.perf_counter() - started < 1.0
+
+
+def test_sequential_calls_reuse_idle_worker_threads() -> None:
+    session = FakeSession({"search": found})
+    run(session, ToolCall("search", {"query": "warm"}))  # at least one idle worker now
+    before = threading.active_count()
+    for i in range(50):
+        assert run(session, ToolCall("search", {"query": str(i)}))[0].outcome == "ok"
+    assert threading.active_count() == before  # no thread started for any of them
+
+
 def test_per_tool_timeout_overrides_the_default(release: threading.Event) -> None:
     session = FakeSession({"nap": lambda _: release.wait(30)}, declared=("nap",))
     result, _ = run(session, ToolCall("nap"), ToolPolicy(timeout_s=60, tool_timeouts={"nap": 0.2}))
