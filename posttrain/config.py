@@ -82,6 +82,12 @@ class SFTConfig(_Strict):
     save_every: int = Field(
         0, ge=0, description="steps between resumable full-state saves (0 = none)"
     )
+    pack_tokens: int | None = Field(
+        None,
+        ge=16,
+        description="pack each micro-batch's sequences into rows of at most this many "
+        "tokens, attention kept within each sequence (None = one padded row each)",
+    )
 
 
 class DPOConfig(_Strict):

@@ -2,7 +2,9 @@
 
 A rollout's sequence is `prompt_ids + completion_ids`; position t of the packed
 tensors scores token t+1. `loss_mask` marks sampled (assistant) tokens; environment
-and prompt tokens are 0. Sequences are right-padded.
+and prompt tokens are 0. Sequences are right-padded (`pack`: one sequence per row), or
+packed several to a row (`pack_rows`: position ids restart at each sequence and
+attention stays within it).
 """
 
 from __future__ import annotations
@@ -24,9 +26,18 @@ class TokenBatch:
     labels: torch.Tensor  # [B, T-1] next tokens
     loss_mask: torch.Tensor  # [B, T-1] float, 1 on sampled tokens
     old_logprobs: torch.Tensor  # [B, T-1] rollout logprobs where loss_mask is 1
+    position_ids: torch.Tensor | None = None  # [B, T] for packed rows, restarting per sequence
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
+
+    def model_inputs(self) -> dict[str, torch.Tensor | bool]:
+        """The forward's keyword arguments. Packed rows pass position ids, no attention
+        mask and no cache: transformers then builds a block-diagonal causal mask from
+        the position ids (with a cache it would not, and sequences would see each other)."""
+        if self.position_ids is None:
+            return {"input_ids": self.input_ids, "attention_mask": self.attention_mask}
+        return {"input_ids": self.input_ids, "position_ids": self.position_ids, "use_cache": False}
 
 
 def pack(rollouts: Sequence[Rollout], pad_id: int) -> TokenBatch:
@@ -43,6 +54,55 @@ def pack(rollouts: Sequence[Rollout], pad_id: int) -> TokenBatch:
         mask[i, p : p + c] = torch.tensor(r.loss_mask, dtype=torch.float32)
         old[i, p : p + c] = torch.tensor(r.logprobs, dtype=torch.float32)
     return TokenBatch(ids, attn, ids[:, 1:], mask[:, 1:], old[:, 1:])
+
+
+def plan_rows(lengths: Sequence[int], width: int) -> list[list[int]]:
+    """Positions of `lengths` grouped into rows of at most `width` tokens: first fit,
+    longest first; a sequence longer than `width` gets a row of its own."""
+    rows: list[list[int]] = []
+    used: list[int] = []
+    for i in sorted(range(len(lengths)), key=lambda k: -lengths[k]):
+        slot = next((j for j, u in enumerate(used) if u + lengths[i] <= width), None)
+        if slot is None:
+            rows.append([i])
+            used.append(lengths[i])
+        else:
+            rows[slot].append(i)
+            used[slot] += lengths[i]
+    return rows
+
+
+def pack_rows(rollouts: Sequence[Rollout], pad_id: int, width: int) -> TokenBatch:
+    """`rollouts` concatenated into rows of at most `width` tokens (`plan_rows`)."""
+    lengths = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
+    return rows_batch([[rollouts[i] for i in row] for row in plan_rows(lengths, width)], pad_id)
+
+
+def rows_batch(rows: Sequence[Sequence[Rollout]], pad_id: int) -> TokenBatch:
+    """One row per entry of `rows`, its sequences concatenated, right-padded to the
+    longest row.
+
+    Each sequence's position ids start at 0, so the model attends within it only
+    (`TokenBatch.model_inputs`); the padding is one more sequence, with loss mask 0. A
+    row's last token of one sequence "predicts" the next sequence's first token, a
+    prompt token whose loss mask is always 0, so the loss is the padded batch's."""
+    T = max(sum(len(r.prompt_ids) + len(r.completion_ids) for r in row) for row in rows)
+    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
+    pos = torch.zeros((len(rows), T), dtype=torch.long)
+    mask = torch.zeros((len(rows), T), dtype=torch.float32)
+    old = torch.zeros((len(rows), T), dtype=torch.float32)
+    for b, row in enumerate(rows):
+        at = 0
+        for r in row:
+            seq, p = r.prompt_ids + r.completion_ids, len(r.prompt_ids)
+            n = len(seq)
+            ids[b, at : at + n] = torch.tensor(seq)
+            pos[b, at : at + n] = torch.arange(n)
+            mask[b, at + p : at + n] = torch.tensor(r.loss_mask, dtype=torch.float32)
+            old[b, at + p : at + n] = torch.tensor(r.logprobs, dtype=torch.float32)
+            at += n
+        pos[b, at:] = torch.arange(T - at)  # the padding: a sequence of its own
+    return TokenBatch(ids, torch.ones_like(ids), ids[:, 1:], mask[:, 1:], old[:, 1:], pos)
 
 
 def token_budget_split(lengths: Sequence[int], budget: int | None) -> list[list[int]]:
@@ -71,7 +131,7 @@ def batch_logprobs(
 
     `temperature` scales the logits as the sampler did, so that a policy's logprobs
     match the rollout logprobs it sampled with."""
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    logits = model(**batch.model_inputs()).logits
     if temperature != 1.0:
         logits = logits / temperature
     return token_logprobs(logits[:, :-1, :], batch.labels)
@@ -82,7 +142,7 @@ def batch_logprobs_entropy(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`batch_logprobs` and, detached, the entropy (nats) of each position's
     next-token distribution: ([B, T-1], [B, T-1]). One forward pass for both."""
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    logits = model(**batch.model_inputs()).logits
     if temperature != 1.0:
         logits = logits / temperature
     logp = torch.log_softmax(logits[:, :-1, :].float(), dim=-1)  # [B, T-1, V]

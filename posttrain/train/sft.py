@@ -37,7 +37,7 @@ from transformers import PreTrainedModel
 
 from posttrain.config import SFTConfig
 from posttrain.ranks import all_reduce_sum, any_rank, world_size
-from posttrain.train.batches import batch_logprobs, pack
+from posttrain.train.batches import TokenBatch, batch_logprobs, pack, plan_rows, rows_batch
 from posttrain.train.distributed import DistributedError, gradient_sync, local_share, main_only
 from posttrain.types import Rollout
 
@@ -157,7 +157,8 @@ def train_sft(
             order += fresh
         picked, order = order[: cfg.batch_size], order[cfg.batch_size :]
         optimizer.zero_grad(set_to_none=True)
-        loss = _accumulate(model, [examples[i] for i in picked], pad_id, cfg.micro_batches)
+        loss = _accumulate(model, [examples[i] for i in picked], pad_id, cfg.micro_batches,
+                           cfg.pack_tokens)  # fmt: skip
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         step += 1
@@ -200,7 +201,11 @@ def _trainable_state(model: PreTrainedModel) -> dict[str, torch.Tensor]:
 
 
 def _accumulate(
-    model: PreTrainedModel, batch: Sequence[Rollout], pad_id: int, micro: int = 4
+    model: PreTrainedModel,
+    batch: Sequence[Rollout],
+    pad_id: int,
+    micro: int = 4,
+    pack_tokens: int | None = None,
 ) -> torch.Tensor:
     """Backward of the batch's token-mean NLL, in `micro` length-sorted micro-batches.
 
@@ -211,19 +216,36 @@ def _accumulate(
     Under data parallelism `batch` is the global batch: this rank takes every
     world-th sequence by length, scales its loss by the world size (DDP and FSDP
     average gradients) and returns its part of the loss; only the last micro-batch's
-    backward all-reduces.
+    backward all-reduces. With `pack_tokens` each micro-batch's sequences are packed
+    into rows of at most that many tokens (`_micro_batches`): the same loss, fewer pads.
     """
     ordered = sorted(batch, key=lambda r: len(r.prompt_ids) + len(r.completion_ids))
     tokens = float(sum(sum(r.loss_mask) for r in batch)) or 1.0
     ordered, _ = local_share(ordered)  # never empty: batch_size is a multiple of the world
     scale = float(world_size())
-    size = -(-len(ordered) // micro)
-    starts = range(0, len(ordered), size)
+    parts = _micro_batches(ordered, pad_id, micro, pack_tokens)
     total = torch.zeros(())
-    for i in starts:
-        part = pack(ordered[i : i + size], pad_id)
-        nll = -(batch_logprobs(model, part) * part.loss_mask).sum() / tokens
-        with gradient_sync(model, enabled=i == starts[-1]):
+    for k, (part, weight) in enumerate(parts):
+        nll = -(batch_logprobs(model, part) * part.loss_mask).sum() / tokens * weight
+        with gradient_sync(model, enabled=k == len(parts) - 1):
             (nll * scale).backward()
         total += nll.detach().float().cpu()
     return total
+
+
+def _micro_batches(
+    ordered: Sequence[Rollout], pad_id: int, micro: int, pack_tokens: int | None
+) -> list[tuple[TokenBatch, float]]:
+    """(batch, weight) per micro-batch of length-sorted `ordered`: `micro` consecutive
+    runs, one padded row per sequence; or with `pack_tokens`, the whole share packed
+    into rows of that width (`plan_rows`) and the rows cut into exactly `micro` runs,
+    an empty run standing in as the first row with weight 0 (so every rank runs the
+    same number of passes, as FSDP needs)."""
+    if pack_tokens is None:
+        size = -(-len(ordered) // micro)
+        return [(pack(ordered[i : i + size], pad_id), 1.0) for i in range(0, len(ordered), size)]
+    lengths = [len(r.prompt_ids) + len(r.completion_ids) for r in ordered]
+    rows = [[ordered[i] for i in row] for row in plan_rows(lengths, pack_tokens)]
+    runs = [rows[k::micro] for k in range(micro)]  # similar fill in every run
+    return [(rows_batch(run, pad_id), 1.0) if run else (rows_batch(rows[:1], pad_id), 0.0)
+            for run in runs]  # fmt: skip

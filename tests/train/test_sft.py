@@ -121,3 +121,40 @@ def test_gradient_accumulation_over_micro_batches_equals_one_full_batch(
     assert losses[1] == pytest.approx(losses[4], rel=1e-6)
     for name, grad in grads[1].items():
         assert torch.allclose(grad, grads[4][name], atol=1e-6, rtol=1e-4), name
+
+
+def test_packed_rows_give_the_padded_batch_loss_and_gradients(
+    tokenizer: Any, demonstrations: tuple[list[Rollout], list[Rollout]]
+) -> None:
+    """sft.pack_tokens: several sequences per row, attention kept within each, the
+    same loss and gradients as one padded row per sequence."""
+    from posttrain.models.loading import load_policy
+    from posttrain.train.sft import _accumulate
+
+    train, _ = demonstrations
+    model = load_policy("tiny", seed=0).model
+    grads, losses = {}, {}
+    for width in (None, 256):
+        model.zero_grad(set_to_none=True)
+        losses[width] = float(_accumulate(model, train[:16], tokenizer.pad_token_id, 2, width))
+        grads[width] = {n: p.grad.clone() for n, p in model.named_parameters()}
+    assert losses[None] == pytest.approx(losses[256], rel=1e-5)
+    for name, grad in grads[None].items():
+        assert torch.allclose(grad, grads[256][name], atol=1e-6, rtol=1e-4), name
+
+
+def test_pack_rows_fills_rows_and_restarts_positions(
+    tokenizer: Any, demonstrations: tuple[list[Rollout], list[Rollout]]
+) -> None:
+    from posttrain.train.batches import pack, pack_rows
+
+    rows = demonstrations[0][:16]
+    lengths = [len(r.prompt_ids) + len(r.completion_ids) for r in rows]
+    width = 2 * max(lengths)
+    packed = pack_rows(rows, tokenizer.pad_token_id, width)
+    padded = pack(rows, tokenizer.pad_token_id)
+    assert len(packed) < len(rows) and packed.input_ids.shape[1] <= width
+    assert float(packed.loss_mask.sum()) == float(padded.loss_mask.sum())  # every target kept
+    real = packed.input_ids != tokenizer.pad_token_id
+    assert int(real.sum()) == sum(lengths)  # no sequence lost or cut
+    assert int((packed.position_ids == 0).sum()) >= len(rows)  # one restart per sequence
