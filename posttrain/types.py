@@ -7,8 +7,9 @@ one vocabulary. This module imports nothing else from posttrain.
 
 from __future__ import annotations
 
+import copy
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal, TypeVar
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -17,11 +18,35 @@ FinishReason = Literal["stop", "length", "error"]
 T = TypeVar("T", bound="JsonMixin")
 
 
+_ATOMS = (int, float, str, bool, type(None))
+
+
+def _plain(value: Any) -> Any:
+    """What `dataclasses.asdict` makes of `value`: dataclasses as dicts, lists, tuples
+    and dicts rebuilt, other leaves deep-copied; atoms and lists of atoms fast. (Types
+    here hold no list, tuple or dict subclasses, which asdict would rebuild by type.)"""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if kind is list or kind is tuple:
+        if all(type(v) in _ATOMS for v in value):
+            return kind(value)
+        return kind(_plain(v) for v in value)
+    if kind is dict:
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    return copy.deepcopy(value)  # no dataclass inside: asdict would copy it the same way
+
+
 class JsonMixin:
     """`to_dict`/`from_dict`/`to_json`/`from_json` for the dataclasses below."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload, no-any-return]
+        """`dataclasses.asdict`'s result, built without its per-element deep copy: a
+        list of plain values (token ids, logprobs) is copied in one step, which makes
+        recording a long rollout several times faster."""
+        return _plain(self)  # type: ignore[no-any-return]
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)

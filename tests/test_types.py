@@ -34,6 +34,19 @@ def test_rollout_round_trips_through_json_with_nested_types() -> None:
     assert isinstance(again.verdict, Verdict)
 
 
+def test_to_dict_is_asdict_and_a_copy() -> None:
+    """The fast `to_dict` gives `dataclasses.asdict`'s result, sharing no list with it."""
+    from dataclasses import asdict
+
+    original = _rollout()
+    plain = original.to_dict()
+    assert plain == asdict(original)
+    plain["prompt_ids"].append(99)
+    plain["turns"][0]["token_ids"].append(99)
+    plain["messages"][1]["tool_calls"][0]["arguments"]["expression"] = "0"
+    assert original == _rollout()  # the rollout itself is untouched
+
+
 def test_task_round_trips_through_json() -> None:
     task = Task("t", "arith/addition-v1", [Message("user", "1+2")], "3", 1, 7, meta={"k": [1]})
     assert Task.from_json(task.to_json()) == task
