@@ -88,7 +88,7 @@ from posttrain.models.loading import load_policy
 from posttrain.rollout.episode import replay_references
 from posttrain.train.grpo import train_grpo
 from posttrain.train.mixture import TaskSampler
-from posttrain.train.recipe import resolve_domains
+from posttrain.train.recipe_inputs import resolve_domains
 from posttrain.train.sft import train_sft
 from posttrain.types import Rollout, Task
 

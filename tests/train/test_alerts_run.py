@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+import posttrain.train.pipeline as pipeline
 import posttrain.train.recipe as recipe
 from posttrain.config import load_config
 from posttrain.domains import registry
@@ -83,7 +84,7 @@ def drift(monkeypatch: pytest.MonkeyPatch) -> None:
             STEP["n"] = step + 1
 
     monkeypatch.setattr(TrainingMonitor, "check", watching)
-    monkeypatch.setattr(recipe, "HFEngine", DriftEngine)
+    monkeypatch.setattr(pipeline, "HFEngine", DriftEngine)
 
 
 def test_a_run_driven_into_each_condition_records_every_alert(
