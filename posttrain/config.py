@@ -144,6 +144,13 @@ class GRPOConfig(_Strict):
     adaptive_difficulty: bool = Field(
         True, description="draw (domain, difficulty) cells by their recent p(1-p)"
     )
+    adaptive_floor: float = Field(
+        0.05,
+        gt=0,
+        le=1,
+        description="the least weight of a cell under adaptive_difficulty (cells always or "
+        "never solved; they are still drawn now and then to keep their pass rate current)",
+    )
     ramp_from: int | None = Field(
         None,
         ge=1,

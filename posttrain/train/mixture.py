@@ -124,6 +124,7 @@ class TaskSampler:
         exclude: set[str] | None = None,
         seed: int = 0,
         adaptive: bool = False,
+        floor: float = 0.05,
     ) -> None:
         if stream not in STREAM_BASES:
             raise ValueError(f"unknown task stream {stream!r}; known: {sorted(STREAM_BASES)}")
@@ -135,7 +136,10 @@ class TaskSampler:
         self.exclude = exclude or set()
         self.rng = random.Random(f"{stream}|{seed}")
         self.next_seed = STREAM_BASES[stream] + seed * 10**6
+        if not 0 < floor <= 1:
+            raise ValueError(f"adaptive floor must be in (0, 1], got {floor}")
         self.adaptive = adaptive
+        self.floor = floor
         self.stream = stream
         self.pass_rates: dict[tuple[str, int], float] = {}
         self.window: tuple[int, int] | None = None
@@ -162,12 +166,13 @@ class TaskSampler:
         self.window = (int(window[0]), int(window[1])) if window else None
 
     def cell_weight(self, domain_id: str, difficulty: int) -> float:
-        """1 for every cell, or, when adaptive, 4·p(1−p) of the cell's recent pass rate p
-        (floored at 0.05): cells the policy always or never solves teach GRPO nothing."""
+        """1 for every cell, or, when adaptive, 4·p(1−p) of the cell's recent pass rate p,
+        floored at `floor`: cells the policy always or never solves teach GRPO nothing, and
+        the floor keeps them drawn now and then so their pass rate stays current."""
         if not self.adaptive:
             return 1.0
         p = self.pass_rates.get((domain_id, difficulty), 0.5)
-        return max(0.05, 4.0 * p * (1.0 - p))
+        return max(self.floor, 4.0 * p * (1.0 - p))
 
     def observe(self, task: Task, rewards: Sequence[float]) -> None:
         """Fold one group's rewards into its cell's pass rate (an EMA, weight 0.3)."""

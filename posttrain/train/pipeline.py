@@ -324,6 +324,7 @@ class Pipeline:
             exclude=self.exclude,
             seed=self.cfg.seed,
             adaptive=c.adaptive_difficulty,
+            floor=c.adaptive_floor,
         )
         res = train_grpo(
             self.replica.trained,  # type: ignore[arg-type]

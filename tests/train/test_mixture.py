@@ -64,6 +64,16 @@ def test_adaptive_sampler_favours_cells_with_reward_spread() -> None:
     assert counts[1] > 0 and counts[3] > 0  # the floor keeps every cell alive
 
 
+def test_adaptive_floor_sets_the_weight_of_solved_cells() -> None:
+    sampler = TaskSampler(DOMAINS[:1], "grpo", difficulties=[1, 2], adaptive=True, floor=0.01)
+    for _ in range(40):
+        sampler.observe(DOMAINS[0].generate(0, 1), [1.0] * 8)
+    assert sampler.cell_weight(DOMAINS[0].id, 1) == pytest.approx(0.01)
+    assert sampler.cell_weight(DOMAINS[0].id, 2) == 1.0  # unseen: assumed half solved
+    with pytest.raises(ValueError, match="floor"):
+        TaskSampler(DOMAINS[:1], "grpo", adaptive=True, floor=0.0)
+
+
 def test_plain_sampler_ignores_observations() -> None:
     sampler = TaskSampler(DOMAINS[:1], "grpo", difficulties=[1, 2])
     sampler.observe(DOMAINS[0].generate(0, 1), [1.0] * 8)
