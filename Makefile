@@ -20,10 +20,10 @@ smoke: $(STAMP)
 	$(VENV)/bin/posttrain run --smoke
 
 test: $(STAMP) lint types
-	$(PY) -m pytest -q -m "not slow" -p no:cacheprovider
+	$(PY) -m pytest -q -m "not slow" -p no:cacheprovider --durations=15
 
 test-all: $(STAMP) lint types
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check posttrain tests bench examples
