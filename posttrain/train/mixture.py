@@ -3,7 +3,7 @@ matrix axis: `mixture_weights`), difficulty ranges, seed streams, and the held-o
 A sampler's position, RNG and curriculum state round-trip through `state_dict`.
 
 Held-out evaluation tasks use seeds from `seed_offset` up, cycling difficulties
-1..10; every training stream draws from its own seed range below that, and skips any
+1..10, with distinct prompts per domain; every training stream draws from its own seed range below that, and skips any
 task whose prompt equals a held-out prompt, so held-out means held out by content,
 not only by seed.
 """
@@ -30,6 +30,10 @@ STREAM_BASES = {
 # A stream that meets only held-out prompts this many times in a row gives up.
 MAX_CONSECUTIVE_SKIPS = 10_000
 
+# Held-out redraws of a repeated prompt: seeds this far apart, at most this many tries.
+REDRAW_STRIDE = 10**7
+MAX_REDRAWS = 1_000
+
 
 def prompt_key(task: Task) -> str:
     return task.domain + "\x00" + "\x00".join(m.content for m in task.prompt)
@@ -41,14 +45,34 @@ def heldout_tasks(
     seed_offset: int,
     difficulties: Sequence[int] = tuple(range(1, 11)),
 ) -> list[Task]:
-    """`per_domain` tasks per domain, cycling through `difficulties` (1..10 unless
-    given), seeds from `seed_offset`."""
+    """`per_domain` tasks per domain with distinct prompts, cycling through
+    `difficulties` (1..10 unless given), seeds from `seed_offset`.
+
+    Task i has seed `seed_offset + i`; when its prompt repeats an earlier one of the
+    domain (small difficulties have few distinct prompts), it is redrawn from
+    `seed_offset + i + k * REDRAW_STRIDE`, k = 1, 2, ...: a paired test counts each
+    task once, so a repeated prompt would count one outcome twice. A domain with too
+    few distinct prompts at a difficulty raises, naming it.
+    """
     levels = list(difficulties)
-    return [
-        d.generate(seed_offset + i, levels[i % len(levels)])
-        for d in domains
-        for i in range(per_domain)
-    ]
+    tasks: list[Task] = []
+    for domain in domains:
+        seen: set[str] = set()
+        for i in range(per_domain):
+            level = levels[i % len(levels)]
+            for k in range(MAX_REDRAWS):
+                task = domain.generate(seed_offset + i + k * REDRAW_STRIDE, level)
+                if prompt_key(task) not in seen:
+                    break
+            else:
+                raise ValueError(
+                    f"{domain.id} gave no new prompt at difficulty {level} in {MAX_REDRAWS} "
+                    f"draws: it has too few distinct prompts for {per_domain} held-out tasks; "
+                    "lower eval.tasks_per_domain or widen eval.difficulties"
+                )
+            seen.add(prompt_key(task))
+            tasks.append(task)
+    return tasks
 
 
 class MixtureError(ValueError):

@@ -20,6 +20,21 @@ def test_heldout_tasks_cycle_every_difficulty_per_domain() -> None:
         assert sorted(set(mine)) == list(range(1, 11))
 
 
+def test_heldout_prompts_are_distinct_within_a_domain() -> None:
+    # 400 additions over difficulties 1..10: difficulty 1 has only 100 distinct prompts
+    tasks = heldout_tasks(DOMAINS[:1], 400, seed_offset=10**9)
+    assert len({prompt_key(t) for t in tasks}) == 400
+    assert [t.difficulty for t in tasks[:10]] == list(range(1, 11))  # the cycle is kept
+    again = heldout_tasks(DOMAINS[:1], 400, seed_offset=10**9)
+    assert [t.id for t in again] == [t.id for t in tasks]  # deterministic
+
+
+def test_heldout_tasks_name_a_difficulty_without_enough_prompts() -> None:
+    # difficulty 1 of addition has 100 distinct prompts
+    with pytest.raises(ValueError, match=r"arith/addition-v1 .* difficulty 1"):
+        heldout_tasks(DOMAINS[:1], 101, seed_offset=10**9, difficulties=[1])
+
+
 def test_training_stream_never_yields_a_heldout_prompt() -> None:
     held = heldout_tasks(DOMAINS, 100, seed_offset=10**9)
     exclude = {prompt_key(t) for t in held}
