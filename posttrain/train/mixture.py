@@ -3,9 +3,9 @@ matrix axis: `mixture_weights`), difficulty ranges, seed streams, and the held-o
 A sampler's position, RNG and curriculum state round-trip through `state_dict`.
 
 Held-out evaluation tasks use seeds from `seed_offset` up, cycling difficulties
-1..10, with distinct prompts per domain; every training stream draws from its own seed range below that, and skips any
-task whose prompt equals a held-out prompt, so held-out means held out by content,
-not only by seed.
+1..10, with distinct prompts per domain; every training stream draws from its own
+seed range below that, and skips any task whose prompt equals a held-out prompt, so
+held-out means held out by content, not only by seed.
 """
 
 from __future__ import annotations
