@@ -63,19 +63,28 @@ class LeftoverProcesses(RuntimeError):
     """Cleanup could not kill everything a task left behind."""
 
 
+# How long cleanup keeps killing and reaping a task's leftover processes.
+KILL_WAIT_S = 2.0
+
+
 def kill_descendants(keep: set[int]) -> int:
     """SIGKILL every descendant of this server except the subtrees rooted at `keep`.
 
     The server is a child subreaper, so orphans (double-forked daemons) are
     reparented to it and stay in reach. Returns how many processes were killed;
-    raises `LeftoverProcesses` if some survive 100 rounds (the host then recycles).
+    raises `LeftoverProcesses` if some are still there after `KILL_WAIT_S` seconds of
+    kill-and-reap rounds (the host then recycles). A killed process needs the CPU to
+    exit, so on a loaded machine that can take tens of milliseconds: the rounds back
+    off from 0.5 ms to 10 ms rather than giving up after a fixed count.
     """
     reap()
     if not keep and not _has_children():
         return 0  # the usual case: nothing outlived the task, no /proc scan needed
     me = os.getpid()
-    killed = 0
-    for _ in range(100):
+    killed: set[int] = set()
+    deadline = time.monotonic() + KILL_WAIT_S
+    pause = 0.0005
+    while True:
         tree = children_map()
         victims, stack = [], list(tree.get(me, []))
         while stack:
@@ -85,16 +94,20 @@ def kill_descendants(keep: set[int]) -> int:
             victims.append(pid)
             stack.extend(tree.get(pid, []))
         if not victims:
-            return killed
+            return len(killed)
+        if time.monotonic() >= deadline:
+            raise LeftoverProcesses(
+                f"{len(victims)} processes survived SIGKILL for {KILL_WAIT_S:g} s"
+            )
         for pid in victims:
             try:
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
+                killed.add(pid)
             except ProcessLookupError:
                 pass
-        time.sleep(0.0005)
+        time.sleep(pause)
+        pause = min(2 * pause, 0.01)
         reap()
-    raise LeftoverProcesses(f"{len(victims)} processes survived SIGKILL for 100 rounds")
 
 
 def _has_children() -> bool:
