@@ -1,5 +1,6 @@
-"""`num/*` integer arithmetic: signed subtraction, long multiplication, division with
-remainder, and evaluating an expression with precedence and parentheses.
+"""`num/*` integer arithmetic: signed subtraction, long multiplication, a sum or a
+product of two numbers (`num/add-multiply-v1`), division with remainder, and evaluating an
+expression with precedence and parentheses.
 
     from posttrain.domains.num.integers import DOMAINS
     task = DOMAINS[0].generate(seed=0, difficulty=3)
@@ -7,6 +8,11 @@ remainder, and evaluating an expression with precedence and parentheses.
 Every answer is exact: one integer, or for `num/divmod-v1` the quotient and remainder
 as `Q R`. Difficulty grows the operands' digits (`measure`: their total digit count)
 or, for `num/expression-v1`, the number of terms (`measure`).
+
+`num/add-multiply-v1` reports its `correct` component leniently (the last integer in the
+text is the answer, whatever else it says), as `arith/addition-v1` does, so evaluation
+separates "knows the answer" from "answers in the strict format"; it passes only when
+the whole text is the integer.
 
 Not guaranteed: `num/divmod-v1` gives half credit (reward 0.5, still failed) when
 exactly one of quotient and remainder is right; the others are all-or-nothing.
@@ -22,7 +28,7 @@ from posttrain.domains.answer_domain import AnswerDomain, Problem, verdict
 from posttrain.domains.base import Axes
 from posttrain.domains.num.numerals import judge_integer, number_with_digits, wrong_answers
 from posttrain.types import Task, Verdict
-from posttrain.verify.answers import strict_integer
+from posttrain.verify.answers import last_integer, strict_integer
 
 _EXACT = Axes("text", "none", "single", "exact")
 _INTEGER_ONLY = (
@@ -91,6 +97,43 @@ class LongMultiplication(AnswerDomain):
         dropped = a * (b - b % 10)
         unshifted = a * (b % 10) + a * (b // 10)
         return _integer_wrongs(a * b, [dropped, unshifted, a * b * 10])
+
+
+_ADD_MULTIPLY_DIGITS = [(1, 1), (2, 1), (2, 2), (3, 2), (3, 3), (4, 3), (4, 4), (5, 4), (5, 5),
+                        (6, 6)]  # fmt: skip
+
+
+class AddOrMultiply(AnswerDomain):
+    """`a + b` or `a * b` (even odds), (1, 1) digits at d=1 up to (6, 6) at d=10; d=3 is
+    two-digit by two-digit, the task of bench/learn.py."""
+
+    id = "num/add-multiply-v1"
+    axes = _EXACT
+    instructions = _INTEGER_ONLY
+
+    def make(self, rng: random.Random, difficulty: int) -> Problem:
+        da, db = _ADD_MULTIPLY_DIGITS[difficulty - 1]
+        a, b = number_with_digits(rng, da), number_with_digits(rng, db)
+        op = rng.choice("+*")
+        answer = a + b if op == "+" else a * b
+        return Problem(f"Compute {a} {op} {b}.", str(answer), {"a": a, "b": b, "op": op},
+                       measure=da + db)  # fmt: skip
+
+    def judge(self, task: Task, text: str) -> Verdict:
+        expected = int(task.answer)
+        got = strict_integer(text)
+        components = {"format": float(got is not None),
+                      "correct": float(last_integer(text) == expected)}  # fmt: skip
+        what = "the sum" if task.meta["op"] == "+" else "the product"
+        if got is None:
+            return verdict(False, what, components=components, why="the text is not one integer")
+        return verdict(got == expected, what, components=components, why=f"got {got}")
+
+    def wrong(self, task: Task) -> list[str]:
+        a, b, answer = task.meta["a"], task.meta["b"], int(task.answer)
+        # The other operation, and a carry dropped in the last place.
+        other = a * b if task.meta["op"] == "+" else a + b
+        return _integer_wrongs(answer, [other, answer - 10])
 
 
 _DIVMOD = re.compile(r"([0-9]+) ([0-9]+)")
@@ -246,6 +289,7 @@ class ExpressionValue(AnswerDomain):
 DOMAINS: tuple[AnswerDomain, ...] = (
     SignedSubtraction(),
     LongMultiplication(),
+    AddOrMultiply(),
     DivisionWithRemainder(),
     ExpressionValue(),
 )

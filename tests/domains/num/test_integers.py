@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from posttrain.domains.num.integers import (
+    AddOrMultiply,
     DivisionWithRemainder,
     ExpressionValue,
     LongMultiplication,
@@ -76,3 +77,26 @@ def test_expression_answer_matches_python_evaluation() -> None:
     for seed in range(5):
         task = domain.generate(seed, 9)
         assert int(task.answer) == eval(task.meta["expression"])
+
+
+def test_add_multiply_is_two_digit_at_difficulty_3_with_both_operations() -> None:
+    domain = AddOrMultiply()
+    tasks = [domain.generate(s, 3) for s in range(40)]
+    assert {t.meta["op"] for t in tasks} == {"+", "*"}
+    for t in tasks:
+        a, b, op = t.meta["a"], t.meta["b"], t.meta["op"]
+        assert 10 <= a <= 99 and 10 <= b <= 99
+        assert int(t.answer) == (a + b if op == "+" else a * b)
+        assert f"Compute {a} {op} {b}." in t.prompt[-1].content
+
+
+def test_add_multiply_scores_correctness_leniently_and_passes_only_the_bare_integer() -> None:
+    domain = AddOrMultiply()
+    task = domain.generate(3, 3)
+    bare = domain.judge(task, f" {task.answer}\n")
+    assert bare.passed and bare.components == {"format": 1.0, "correct": 1.0}
+    prose = domain.judge(task, f"The answer is {task.answer}.")
+    assert not prose.passed and prose.components == {"format": 0.0, "correct": 1.0}
+    wrong = domain.judge(task, str(int(task.answer) + 1))
+    assert not wrong.passed and wrong.components == {"format": 1.0, "correct": 0.0}
+    assert all(not domain.judge(task, w).passed for w in domain.wrong(task))
