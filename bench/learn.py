@@ -39,7 +39,9 @@ OUT_DIR/NAME/learn.json): `rates` (checkpoint → completed/format/correct, plus
 `correct_by_op`), `tests`, `gains`, `training` (per arm: wall and CPU seconds, steps),
 `peak_rss_gib` (this process and its children, after each arm), `settings` (both
 arms'), `heldout_tasks`, `heldout_ids_sha256` (every checkpoint is checked to have
-been scored on exactly these tasks, in order), `out_dir`, `wall_s`.
+been scored on exactly these tasks, in order), `correct_per_task` (checkpoint → one
+`0`/`1` character per held-out task, in order: pairs runs with the same held-out set),
+`out_dir`, `wall_s`.
 
 Not guaranteed: one seed per arm; the tests are paired over tasks, not over training
 runs. A wall-clock budget depends on the machine's load: run nothing else beside it.
@@ -294,8 +296,10 @@ def figures(evals: dict[str, EvalResult], heldout: list[Task]) -> dict[str, Any]
                 rates[name]["correct"]["rate"] - rates["base"]["correct"]["rate"], 4
             )
     digest = hashlib.sha256("\n".join(order).encode()).hexdigest()
-    return {"rates": rates, "tests": tests, "gains": gains,
-            "heldout_ids_sha256": digest}  # fmt: skip
+    correct = {name: "".join("1" if lenient(e)[i] else "0" for i in order)
+               for name, e in evals.items()}  # fmt: skip
+    return {"rates": rates, "tests": tests, "gains": gains, "heldout_ids_sha256": digest,
+            "correct_per_task": correct}  # fmt: skip
 
 
 def print_table(doc: dict[str, Any]) -> None:

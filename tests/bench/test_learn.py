@@ -72,6 +72,13 @@ def test_tests_and_gains_follow_from_the_rates(tiny_run: tuple) -> None:
         assert t["b_rate"] == rates[b]["correct"]["rate"]
         assert t["b_rate"] - t["a_rate"] == pytest.approx((t["only_b"] - t["only_a"]) / t["n"])
         assert 0.0 <= t["p"] <= 1.0
+        a_bits, b_bits = doc["correct_per_task"][a], doc["correct_per_task"][b]
+        assert (t["only_a"], t["only_b"]) == (
+            sum(x == "1" and y == "0" for x, y in zip(a_bits, b_bits, strict=True)),
+            sum(x == "0" and y == "1" for x, y in zip(a_bits, b_bits, strict=True)),
+        )
+    for name, bits in doc["correct_per_task"].items():
+        assert len(bits) == EVAL_TASKS and bits.count("1") == rates[name]["correct"]["successes"]
     for name in ("ours_sft", "ours", "trl"):
         diff = rates[name]["correct"]["rate"] - rates["base"]["correct"]["rate"]
         assert doc["gains"][name] == pytest.approx(diff, abs=1e-4)
