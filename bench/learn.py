@@ -296,8 +296,9 @@ def figures(evals: dict[str, EvalResult], heldout: list[Task]) -> dict[str, Any]
                 rates[name]["correct"]["rate"] - rates["base"]["correct"]["rate"], 4
             )
     digest = hashlib.sha256("\n".join(order).encode()).hexdigest()
-    correct = {name: "".join("1" if lenient(e)[i] else "0" for i in order)
-               for name, e in evals.items()}  # fmt: skip
+    outcomes = {name: lenient(e) for name, e in evals.items()}
+    correct = {name: "".join("1" if got[i] else "0" for i in order)
+               for name, got in outcomes.items()}  # fmt: skip
     return {"rates": rates, "tests": tests, "gains": gains, "heldout_ids_sha256": digest,
             "correct_per_task": correct}  # fmt: skip
 
