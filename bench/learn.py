@@ -66,7 +66,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # train_trl, transfer 
 
 from transfer import PrintReporter, comparison_doc, rate_doc  # noqa: E402
 
-from posttrain.config import LORA_TARGETS, RunConfig, load_config  # noqa: E402
+from posttrain.config import RunConfig, load_config  # noqa: E402
 from posttrain.domains import get_domain  # noqa: E402
 from posttrain.eval.evaluate import EvalResult, evaluate  # noqa: E402
 from posttrain.eval.stats import paired_compare, rate  # noqa: E402
@@ -204,27 +204,25 @@ def run_trl(args: argparse.Namespace, config: RunConfig, heldout: list[Task],
     lora = config.model.lora
     r = lora.r or 16
     peft_config = LoraConfig(r=r, lora_alpha=lora.alpha or 2 * r, lora_dropout=lora.dropout,
-                             target_modules=list(lora.target_modules or LORA_TARGETS),
+                             target_modules=list(lora.target_modules),
                              task_type="CAUSAL_LM")  # fmt: skip
+    # TRL's defaults, written out so that the JSON records them; the LR held constant.
+    trl_settings: dict[str, Any] = {
+        "learning_rate": args.trl_lr,
+        "lr_scheduler_type": "constant",
+        "per_device_train_batch_size": 8,
+        "num_generations": 8,
+        "max_completion_length": MAX_TOKENS,
+        "temperature": 1.0,
+        "beta": 0.0,
+        "loss_type": "dapo",
+    }
     common = _common_args(str(out / "trl"), args.trl_lr, 100_000, 0.0, (0.9, 0.999))
     common["seed"] = args.seed
-    settings = {"learning_rate": args.trl_lr, "lr_scheduler_type": "constant",
-                "per_device_train_batch_size": 8, "num_generations": 8,
-                "max_completion_length": MAX_TOKENS, "temperature": 1.0, "beta": 0.0,
-                "loss_type": "dapo", "gradient_checkpointing": False,
+    grpo_args = GRPOConfig(**{**common, **trl_settings}, remove_unused_columns=False)
+    settings = {**trl_settings, "gradient_checkpointing": common["gradient_checkpointing"],
                 "lora": {"r": r, "alpha": peft_config.lora_alpha,
                          "targets": sorted(peft_config.target_modules)}}  # fmt: skip
-    grpo_args = GRPOConfig(
-        **common,
-        per_device_train_batch_size=8,
-        num_generations=8,
-        max_completion_length=MAX_TOKENS,
-        temperature=1.0,
-        beta=0.0,
-        loss_type="dapo",
-        lr_scheduler_type="constant",
-        remove_unused_columns=False,
-    )
     rows = {
         "prompt": [[{"role": m.role, "content": m.content} for m in t.prompt] for t in tasks],
         "task_index": list(range(len(tasks))),
