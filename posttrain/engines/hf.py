@@ -30,9 +30,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 import torch
-from transformers import PreTrainedModel
+from transformers import DynamicCache, PreTrainedModel
 
 from posttrain.engines.base import Completion, GenerationRequest, SamplingParams
+from posttrain.engines.growing_cache import GrowingCache
 from posttrain.engines.prefix_cache import PrefixCache, build_prefill, sample_episode
 from posttrain.types import FinishReason
 
@@ -51,9 +52,12 @@ class HFEngine:
         seed: int = 0,
         prefix_cache: bool = True,
         prefix_cache_tokens: int = 65_536,
+        growing_cache: bool = True,
     ) -> None:
         """`prefix_cache`: keep the KV cache of requests that name an `episode` for that
-        episode's next turn; `prefix_cache_tokens`: the most tokens kept, over all episodes."""
+        episode's next turn; `prefix_cache_tokens`: the most tokens kept, over all episodes;
+        `growing_cache`: decode into `GrowingCache` (in-place appends) rather than
+        transformers' `DynamicCache` (a `torch.cat` of the whole cache per step)."""
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_rows = max_batch_rows
@@ -64,6 +68,7 @@ class HFEngine:
         self.stop_ids = sorted(i for i in eos if i is not None)
         self.pad_id = getattr(tokenizer, "pad_token_id", None) or self.stop_ids[0]
         self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache else None
+        self.cache_class = GrowingCache if growing_cache else DynamicCache
 
     def update_weights(self, state_dict: dict[str, torch.Tensor]) -> None:
         self.model.load_state_dict(state_dict)
@@ -124,7 +129,7 @@ class HFEngine:
             kept.take(r.episode, r.prompt_ids) if kept is not None else None for r in requests
         ]
         device = next(self.model.parameters()).device
-        prefill = build_prefill(prompts, reused, self.pad_id, device)
+        prefill = build_prefill(prompts, reused, self.pad_id, device, self.cache_class)
         if kept is not None:
             kept.stats.prefilled_tokens += prefill.prefilled_tokens
             kept.stats.reused_tokens += prefill.reused_tokens

@@ -41,7 +41,11 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from posttrain.engines.growing_cache import GrowingCache, GrowingLayer
+
 KV = list[tuple[torch.Tensor, torch.Tensor]]  # per layer (keys, values), each [H, T, D]
+# Layers whose `keys` / `values` are the plain K/V (not quantized, not a sliding window).
+_PLAIN_LAYERS = (DynamicLayer, GrowingLayer)
 
 
 def sample_episode(episode: str, sample: int, n: int) -> str:
@@ -146,7 +150,7 @@ class PrefixCache:
         """Copy batch slot `slots[j]`'s first `len(ids[j])` real tokens of `cache` to
         CPU under `keys[j]` (None: not kept). `mask` [A, T] marks the real columns."""
         wanted = [j for j, key in enumerate(keys) if key is not None]
-        if not wanted or not all(type(layer) is DynamicLayer for layer in cache.layers):
+        if not wanted or not all(type(layer) in _PLAIN_LAYERS for layer in cache.layers):
             return
         layers = [(getattr(la, "keys", None), getattr(la, "values", None)) for la in cache.layers]
         tensors = [(k, v) for k, v in layers if isinstance(k, torch.Tensor) and v is not None]
@@ -182,9 +186,14 @@ class Prefill:
 
 
 def build_prefill(
-    prompts: list[list[int]], reused: list[KV | None], pad_id: int, device: torch.device
+    prompts: list[list[int]],
+    reused: list[KV | None],
+    pad_id: int,
+    device: torch.device,
+    cache_class: type[DynamicCache] = GrowingCache,
 ) -> Prefill:
-    """Batch `prompts` whose first tokens' K/V are `reused[i]` (None: prefill it all)."""
+    """Batch `prompts` whose first tokens' K/V are `reused[i]` (None: prefill it all),
+    in a fresh `cache_class` (`GrowingCache` appends decode steps in place)."""
     if len(prompts) != len(reused):
         raise ValueError(f"{len(prompts)} prompts but {len(reused)} reused entries")
     cached = [kv[0][0].shape[1] if kv else 0 for kv in reused]
@@ -200,9 +209,9 @@ def build_prefill(
         mask[i, width - c : width] = 1
         mask[i, width + suffix_width - len(s) :] = 1
     positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, width:]  # [P, S]
-    cache = DynamicCache()
+    cache = cache_class()
     if width > 0:
-        cache = DynamicCache(ddp_cache_data=_left_padded(reused, width, device))
+        cache = cache_class(ddp_cache_data=_left_padded(reused, width, device))
     return Prefill(ids, mask, positions, cache, sum(map(len, suffixes)), sum(cached))
 
 

@@ -1,0 +1,70 @@
+"""HFEngine decoding into `GrowingCache` against transformers' `DynamicCache`.
+
+    python bench/growing_cache.py [--model tiny] [--threads 1] [--repeats 3]
+
+The same engine, model, prompts, n, token budget and threads on both sides; only the
+KV cache class differs (`HFEngine(growing_cache=...)`). Eos never stops a row, so both
+sides decode exactly `prompts × n × new` tokens. Three shapes: short prompts (the
+GRPO benchmark's: 16 prompts × 8 samples × 80 tokens), long prompts (2 × 64 samples
+of 300-token prompts, 200 tokens each) and one long row (a 400-token prompt, 400
+tokens). Prints each side's best time and the ratio dynamic / growing (> 1: ours is
+faster), then one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from posttrain.engines import GenerationRequest, HFEngine, SamplingParams
+from posttrain.models.loading import load_policy
+
+SHAPES = {  # name: (prompts, prompt tokens, n, new tokens)
+    "short": (16, 20, 8, 80),
+    "long_prompts": (2, 300, 64, 200),
+    "one_long_row": (1, 400, 1, 400),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="tiny")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    policy = load_policy(args.model, seed=0)
+    vocab = len(policy.tokenizer)
+    report: dict[str, object] = {"model": args.model, "threads": args.threads}
+    for shape, (count, length, n, new) in SHAPES.items():
+        g = torch.Generator().manual_seed(0)
+        prompts = [torch.randint(3, vocab, (length,), generator=g).tolist() for _ in range(count)]
+        params = SamplingParams(max_tokens=new, temperature=1.0, n=n)
+        best: dict[str, float] = {}
+        for growing in (False, True, False, True):  # ABAB: drift hits both sides
+            engine = HFEngine(policy.model, policy.tokenizer, max_batch_rows=count * n,
+                              seed=0, prefix_cache=False, growing_cache=growing)  # fmt: skip
+            engine.stop_ids = [-1]  # no early stop: the same tokens on both sides
+            requests = [GenerationRequest(p, params) for p in prompts]
+            engine.generate(requests)  # warm-up
+            for _ in range(args.repeats):
+                start = time.perf_counter()
+                engine.generate(requests)
+                side = "growing" if growing else "dynamic"
+                best[side] = min(best.get(side, float("inf")), time.perf_counter() - start)
+        ratio = best["dynamic"] / best["growing"]
+        tokens = count * n * new
+        print(f"{shape:<13} {count}x{n} rows, prompt {length}, {new} new ({tokens} tokens): "
+              f"DynamicCache {best['dynamic']:.3f} s, GrowingCache {best['growing']:.3f} s, "
+              f"speed-up {ratio:.2f}x")  # fmt: skip
+        report[shape] = {"rows": count * n, "prompt_tokens": length, "new_tokens": new,
+                         "dynamic_s": round(best["dynamic"], 4),
+                         "growing_s": round(best["growing"], 4), "speedup": round(ratio, 3)}  # fmt: skip
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
