@@ -18,9 +18,9 @@ import json
 import time
 
 import torch
+from model_args import model_and_args
 
 from posttrain.engines import GenerationRequest, HFEngine, SamplingParams
-from posttrain.models.loading import load_policy
 
 SHAPES = {  # name: (prompts, prompt tokens, n, new tokens)
     "short": (16, 20, 8, 80),
@@ -30,13 +30,7 @@ SHAPES = {  # name: (prompts, prompt tokens, n, new tokens)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="tiny")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    policy = load_policy(args.model, seed=0)
+    args, policy = model_and_args(argparse.ArgumentParser(description=__doc__))
     vocab = len(policy.tokenizer)
     report: dict[str, object] = {"model": args.model, "threads": args.threads}
     for shape, (count, length, n, new) in SHAPES.items():

@@ -105,9 +105,11 @@ DIFFERENCES = [
     "detached training forward on TRL's (num_iterations=1): neither runs an extra forward.",
     "GRPO: ours computes each sampled token's logprob while decoding (a log_softmax per "
     "step); TRL's generate does not (it needs none with num_iterations=1).",
-    "GRPO: the training forward: ours takes logits at every position (prompt included) "
-    "and the entropy over the full vocabulary; TRL's fused lm-head forward scores only "
-    "the completion positions (logits_to_keep) in chunks, with its own backward.",
+    "GRPO: the training forward: ours runs each group's prompt once and the group's "
+    "completions on its K/V (grpo.share_prompts), scoring completion positions with the "
+    "entropy over the full vocabulary; TRL forwards prompt + completion per row and its "
+    "fused lm-head scores only the completion positions (logits_to_keep) in chunks, with "
+    "its own backward.",
     "TRL defaults to gradient_checkpointing=True (recomputes activations in backward); "
     "set False here, as ours never recomputes.",
     "SFT: ours sorts each batch by length before cutting it into micro-batches (less "

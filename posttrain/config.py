@@ -179,6 +179,11 @@ class GRPOConfig(_Strict):
         description="forward/backward passes of at most this many padded tokens, gradients "
         "accumulated over the minibatch (None = the whole minibatch at once)",
     )
+    share_prompts: bool = Field(
+        True,
+        description="training forward: run each group's shared prompt once and its "
+        "completions on top of its K/V (False: every rollout's prompt again)",
+    )
     max_minutes: float = Field(3.5, gt=0, description="wall-clock cap for the stage")
     save_every: int = Field(
         0, ge=0, description="steps between resumable full-state saves (0 = none)"

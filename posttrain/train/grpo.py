@@ -31,6 +31,7 @@ from posttrain.engines.base import Engine, SamplingParams
 from posttrain.ranks import all_reduce_sum, is_distributed, world_size
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.train.batches import (
+    TokenBatch,
     batch_logprobs,
     batch_logprobs_entropy,
     pack,
@@ -54,6 +55,7 @@ from posttrain.train.resume import (
     train_state,
 )
 from posttrain.train.rollout_source import make_source
+from posttrain.train.shared_prefix import group_split, shared_logprobs, shares_prompts
 from posttrain.types import Rollout, Task
 
 LogFn = Callable[[int, dict[str, float]], None]
@@ -222,14 +224,16 @@ def train_grpo(
             minibatches = [
                 keep[i : i + cfg.minibatch_size] for i in range(0, len(keep), cfg.minibatch_size)
             ]
-            plans = [micro_split(rollouts, idx, cfg.micro_batch_tokens) for idx in minibatches]
+            split = group_split if cfg.share_prompts else micro_split
+            plans = [split(rollouts, idx, cfg.micro_batch_tokens) for idx in minibatches]
             if cfg.tis_cap is not None:
                 stats.update(tis_weight_mean=0.0, tis_clipped_frac=0.0)
                 with torch.no_grad():
                     for micros in plans:
                         for micro in micros:
-                            batch = pack([rollouts[j] for j in local_share(micro)[0]], pad_id)
-                            train_old[tuple(micro)] = batch_logprobs(model, batch, cfg.temperature)
+                            rows = [rollouts[j] for j in local_share(micro)[0]]
+                            batch = pack(rows, pad_id)
+                            train_old[tuple(micro)] = forward(model, rows, batch, cfg)[0]
             for _ in range(cfg.epochs):
                 for micros in plans:
                     # Totals are over the whole minibatch; each rank packs its share of a micro.
@@ -238,17 +242,18 @@ def train_grpo(
                     optimizer.zero_grad(set_to_none=True)
                     for k, micro in enumerate(micros):
                         mine, present = local_share(micro)  # present 0.0: a stand-in row
-                        batch = pack([rollouts[j] for j in mine], pad_id)
+                        rows = [rollouts[j] for j in mine]
+                        batch = pack(rows, pad_id)
                         if not probe:
                             out: list[torch.Tensor] = []
-                            probe = policy_probe(model, batch, cfg, out)
+                            probe = policy_probe(model, rows, batch, cfg, out)
                             logprobs = out[0]
                         else:
-                            logprobs = batch_logprobs(model, batch, cfg.temperature)  # [b, T-1]
+                            logprobs = forward(model, rows, batch, cfg)[0]  # [b, T-1]
                         ref_logprobs = None
                         if ref_model is not None:
                             with torch.no_grad():
-                                ref_logprobs = batch_logprobs(ref_model, batch, cfg.temperature)
+                                ref_logprobs = forward(ref_model, rows, batch, cfg)[0]
                         tis: dict[str, Any] = {}
                         if cfg.tis_cap is not None:
                             tis = {"rollout_logprobs": batch.old_logprobs, "tis_cap": cfg.tis_cap}
@@ -284,7 +289,7 @@ def train_grpo(
             if not probe:  # nothing was trained on: probe the batch anyway, it is the signal
                 with torch.no_grad():
                     first_rows = local_share(rollouts[: cfg.minibatch_size])[0]
-                    probe = policy_probe(model, pack(first_rows, pad_id), cfg)
+                    probe = policy_probe(model, first_rows, pack(first_rows, pad_id), cfg)
             if is_distributed():  # every rank's contributions; the probe is a mean of ranks
                 stats = dict(zip(stats, all_reduce_sum(list(stats.values())), strict=True))
                 probe = {k: v / ranks for k, v in zip(probe, all_reduce_sum(list(probe.values())), strict=True)}  # fmt: skip
@@ -373,14 +378,36 @@ def micro_split(rollouts: list[Rollout], idx: list[int], budget: int | None) -> 
     return [[idx[k] for k in group] for group in token_budget_split(lengths, budget)]
 
 
+def forward(
+    model: PreTrainedModel,
+    rows: list[Rollout],
+    batch: TokenBatch,
+    cfg: GRPOConfig,
+    entropy: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Logprobs [b, T-1] of `rows` (packed as `batch`), and with `entropy` the detached
+    entropy: each shared prompt run once (`shared_prefix`) when `cfg.share_prompts` and
+    some prompt repeats, else one padded sequence per row."""
+    if cfg.share_prompts and shares_prompts(rows) and all(r.completion_ids for r in rows):
+        return shared_logprobs(model, rows, cfg.temperature, entropy)
+    if entropy:
+        return batch_logprobs_entropy(model, batch, cfg.temperature)
+    return batch_logprobs(model, batch, cfg.temperature), None
+
+
 def policy_probe(
-    model: PreTrainedModel, batch: Any, cfg: GRPOConfig, logprobs_out: list[Any] | None = None
+    model: PreTrainedModel,
+    rows: list[Rollout],
+    batch: TokenBatch,
+    cfg: GRPOConfig,
+    logprobs_out: list[Any] | None = None,
 ) -> dict[str, float]:
     """Entropy of the policy on the sampled tokens' positions and its gap to the rollout
     logprobs, measured before any update of the step: then the trained policy is the
     sampling policy, so the gap is the train/inference mismatch. `logprobs_out` receives
     the forward's logprobs (with grad) for reuse."""
-    logprobs, entropy = batch_logprobs_entropy(model, batch, cfg.temperature)
+    logprobs, entropy = forward(model, rows, batch, cfg, entropy=True)
+    assert entropy is not None
     if logprobs_out is not None:
         logprobs_out.append(logprobs)
     gap = (logprobs.detach() - batch.old_logprobs).abs()
