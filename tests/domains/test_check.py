@@ -27,11 +27,15 @@ def tokenizer_long() -> Any:
     return tokenizer
 
 
-def test_every_registered_domain_passes_at_difficulties_1_and_5(tokenizer_long: Any) -> None:
-    results = check_domains(all_domains(), difficulties=(1, 5), tokenizer=tokenizer_long)
+def test_every_registered_domain_passes_at_difficulty_1_or_5(tokenizer_long: Any) -> None:
+    """Each domain at one level, alternately 1 and 5 in registry order, so both ends
+    stay covered within `make test`'s time; the slow test below checks every level."""
+    domains = all_domains()
+    results = check_domains(domains[0::2], difficulties=(1,), tokenizer=tokenizer_long)
+    results += check_domains(domains[1::2], difficulties=(5,), tokenizer=tokenizer_long)
     failed = [r for r in results if not r.ok]
     assert failed == []
-    assert len(results) == len(all_domains()) * len(PROPERTIES)
+    assert len(results) == len(domains) * len(PROPERTIES)
 
 
 # Long-context families reach 100k-1M tokens at difficulties 7-10; the check replays
