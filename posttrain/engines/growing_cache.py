@@ -9,8 +9,9 @@ model, 128 rows × 80 tokens: `aten::cat` took about 70% of a profiled `generate
 writes a step's K/V into it in place; `keys` / `values` stay views of the filled part,
 so everything that reads a `DynamicCache` (attention, `batch_select_indices`, the
 prefix cache's `keep_rows`) works unchanged. When the room runs out the buffer is
-reallocated at half again its filled size (at least `min_room` more tokens, at most
-`max_room`), so T tokens cost O(T) copies in all.
+reallocated with half its filled length to spare (at least `min_room`, at most
+`max_room` tokens): a handful of copies up to ~2k tokens, then one per `max_room`
+tokens, against one per token with `torch.cat`.
 
 Memory: a layer holds up to `max_room` (or half its length, if less) spare tokens;
 `kv_cache.cache_bytes` counts the whole buffer, spare room included.
@@ -90,6 +91,11 @@ class GrowingLayer(DynamicLayer):
         values = value_states.new_empty((*batch_heads, capacity, value_states.shape[-1]))
         if filled:
             assert self.keys is not None and self.values is not None
+            if self.keys.shape[:-2] != batch_heads or self.keys.dtype != key_states.dtype:
+                raise ValueError(
+                    f"cannot append K/V of shape {tuple(key_states.shape)} and {key_states.dtype} "
+                    f"to a cache of {tuple(self.keys.shape)} and {self.keys.dtype}"
+                )
             keys[..., :filled, :] = self.keys
             values[..., :filled, :] = self.values
         self._key_buffer, self._value_buffer = keys, values

@@ -145,6 +145,7 @@ def train_grpo(
     pad_id = tokenizer.pad_token_id
     plan = loss_plan(cfg)
     plain = cast(PreTrainedModel, replica.plain if replica is not None else unwrap(model))
+    trained = cast(PreTrainedModel, unwrap(model))  # what the forwards run (checkpointing?)
     log, record, store = main_only(log), main_only(record), main_only(save_state)
     ranks = float(world_size())  # DDP and FSDP average the ranks' gradients
     ref_model = copy.deepcopy(plain).eval() if cfg.kl_coef > 0 else None
@@ -231,9 +232,11 @@ def train_grpo(
                 with torch.no_grad():
                     for micros in plans:
                         for micro in micros:
+                            sharing = share_plan(cfg, trained, [rollouts[j] for j in micro])
                             rows = [rollouts[j] for j in local_share(micro)[0]]
                             batch = pack(rows, pad_id)
-                            train_old[tuple(micro)] = forward(model, rows, batch, cfg)[0]
+                            old, _ = rollout_logprobs(model, rows, batch, sharing)
+                            train_old[tuple(micro)] = old
             for _ in range(cfg.epochs):
                 for micros in plans:
                     # Totals are over the whole minibatch; each rank packs its share of a micro.
@@ -242,18 +245,19 @@ def train_grpo(
                     optimizer.zero_grad(set_to_none=True)
                     for k, micro in enumerate(micros):
                         mine, present = local_share(micro)  # present 0.0: a stand-in row
+                        sharing = share_plan(cfg, trained, [rollouts[j] for j in micro])
                         rows = [rollouts[j] for j in mine]
                         batch = pack(rows, pad_id)
                         if not probe:
                             out: list[torch.Tensor] = []
-                            probe = policy_probe(model, rows, batch, cfg, out)
+                            probe = policy_probe(model, rows, batch, sharing, out)
                             logprobs = out[0]
                         else:
-                            logprobs = forward(model, rows, batch, cfg)[0]  # [b, T-1]
+                            logprobs = rollout_logprobs(model, rows, batch, sharing)[0]  # [b, T-1]
                         ref_logprobs = None
                         if ref_model is not None:
                             with torch.no_grad():
-                                ref_logprobs = forward(ref_model, rows, batch, cfg)[0]
+                                ref_logprobs, _ = rollout_logprobs(ref_model, rows, batch, sharing)
                         tis: dict[str, Any] = {}
                         if cfg.tis_cap is not None:
                             tis = {"rollout_logprobs": batch.old_logprobs, "tis_cap": cfg.tis_cap}
@@ -288,8 +292,10 @@ def train_grpo(
                     updates += 1
             if not probe:  # nothing was trained on: probe the batch anyway, it is the signal
                 with torch.no_grad():
-                    first_rows = local_share(rollouts[: cfg.minibatch_size])[0]
-                    probe = policy_probe(model, first_rows, pack(first_rows, pad_id), cfg)
+                    head = rollouts[: cfg.minibatch_size]
+                    first_rows = local_share(head)[0]
+                    sharing = share_plan(cfg, trained, head)
+                    probe = policy_probe(model, first_rows, pack(first_rows, pad_id), sharing)
             if is_distributed():  # every rank's contributions; the probe is a mean of ranks
                 stats = dict(zip(stats, all_reduce_sum(list(stats.values())), strict=True))
                 probe = {k: v / ranks for k, v in zip(probe, all_reduce_sum(list(probe.values())), strict=True)}  # fmt: skip
@@ -378,35 +384,55 @@ def micro_split(rollouts: list[Rollout], idx: list[int], budget: int | None) -> 
     return [[idx[k] for k in group] for group in token_budget_split(lengths, budget)]
 
 
-def forward(
+def rollout_logprobs(
     model: PreTrainedModel,
     rows: list[Rollout],
     batch: TokenBatch,
-    cfg: GRPOConfig,
+    share: SharePlan,
     entropy: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Logprobs [b, T-1] of `rows` (packed as `batch`), and with `entropy` the detached
-    entropy: each shared prompt run once (`shared_prefix`) when `cfg.share_prompts` and
-    some prompt repeats, else one padded sequence per row."""
-    if cfg.share_prompts and shares_prompts(rows) and all(r.completion_ids for r in rows):
-        return shared_logprobs(model, rows, cfg.temperature, entropy)
+    entropy: each prompt run once (`shared_prefix`) when `share.on`, else one padded
+    sequence per row."""
+    if share.on:
+        return shared_logprobs(model, rows, share.temperature, entropy)
     if entropy:
-        return batch_logprobs_entropy(model, batch, cfg.temperature)
-    return batch_logprobs(model, batch, cfg.temperature), None
+        return batch_logprobs_entropy(model, batch, share.temperature)
+    return batch_logprobs(model, batch, share.temperature), None
+
+
+@dataclass(frozen=True)
+class SharePlan:
+    """How one micro-batch's training forwards run: `on` (each prompt once) is decided
+    from the whole micro-batch, never from one rank's share of it, so that every rank
+    runs the same forwards (FSDP gathers weights in each)."""
+
+    on: bool
+    temperature: float
+
+
+def share_plan(cfg: GRPOConfig, model: PreTrainedModel, micro: list[Rollout]) -> SharePlan:
+    """Share prompts when asked, some prompt of `micro` repeats, and the model keeps K/V
+    in training (gradient checkpointing turns the cache off)."""
+    checkpointing = getattr(model, "is_activation_checkpointing", None)
+    if checkpointing is None:  # transformers before 5
+        checkpointing = getattr(model, "is_gradient_checkpointing", False)
+    on = cfg.share_prompts and not checkpointing and shares_prompts(micro)
+    return SharePlan(on, cfg.temperature)
 
 
 def policy_probe(
     model: PreTrainedModel,
     rows: list[Rollout],
     batch: TokenBatch,
-    cfg: GRPOConfig,
+    share: SharePlan,
     logprobs_out: list[Any] | None = None,
 ) -> dict[str, float]:
     """Entropy of the policy on the sampled tokens' positions and its gap to the rollout
     logprobs, measured before any update of the step: then the trained policy is the
     sampling policy, so the gap is the train/inference mismatch. `logprobs_out` receives
     the forward's logprobs (with grad) for reuse."""
-    logprobs, entropy = forward(model, rows, batch, cfg, entropy=True)
+    logprobs, entropy = rollout_logprobs(model, rows, batch, share, entropy=True)
     assert entropy is not None
     if logprobs_out is not None:
         logprobs_out.append(logprobs)

@@ -6,7 +6,9 @@ GRPO samples `group_size` completions per prompt. Packed one sequence per row
 its K/V to the rows of its rollouts, and runs only the completions on top ([R, C]), the
 layout the sampler decodes with. The gradients of a prompt's rows flow back through the
 repeated K/V into its one prompt forward, so the update is the per-row forward's (same
-math; float sums in another order). The work saved is the prompt positions of all but
+math, float sums in another order; with dropout on, one draw per prompt instead of one
+per row — posttrain's models train without dropout). A model that keeps no K/V in
+training (gradient checkpointing) is refused with a ValueError. The work saved is the prompt positions of all but
 one rollout per prompt: (G - 1) / G of the prompt tokens.
 
 The result is laid out as `pack`'s [R, T-1] (position t scores token t+1), zero at
@@ -56,8 +58,8 @@ def shared_logprobs(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """log p of every next token, [R, T-1] in `pack`'s layout (grad flows if enabled), and
     with `entropy` the detached entropy (nats) of each scored position, else None."""
-    if not rollouts or any(not r.prompt_ids or not r.completion_ids for r in rollouts):
-        raise ValueError("shared_logprobs needs rollouts with a prompt and a completion each")
+    if not rollouts or any(not r.prompt_ids for r in rollouts):
+        raise ValueError("shared_logprobs needs rollouts with a prompt each")
     prompts, owners = prompt_owners(rollouts)
     owner = torch.tensor(owners)  # [R]
     device = next(model.parameters()).device
@@ -77,6 +79,11 @@ def shared_logprobs(
         use_cache=True,
         logits_to_keep=1,
     ).logits[:, -1, :]  # [U, V]: scores each prompt's first completion token
+    if prompt_cache.get_seq_length() != width:
+        raise ValueError(
+            "the prompt forward kept no K/V (gradient checkpointing turns the cache off): "
+            "set grpo.share_prompts=false"
+        )
 
     at = owner.to(device)
     layers = cast(list[DynamicLayer], prompt_cache.layers)
@@ -84,7 +91,7 @@ def shared_logprobs(
         ddp_cache_data=[(la.keys[at], la.values[at]) for la in layers]  # type: ignore[index]
     )  # [R, H, P, D] per layer: each row's prompt K/V (indexing: their grads add up)
     lengths = [len(r.completion_ids) for r in rollouts]
-    span = max(lengths)
+    span = max(1, *lengths)  # a rollout without completion tokens is all padding
     completion = torch.zeros((len(rollouts), span), dtype=torch.long)  # [R, C], right-padded
     completion_mask = torch.zeros((len(rollouts), span), dtype=torch.long)  # [R, C]
     for i, r in enumerate(rollouts):

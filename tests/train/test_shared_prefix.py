@@ -138,3 +138,34 @@ def test_grpo_trains_through_the_shared_forward(
     run_grpo(tiny_model, tokenizer, [], cfg, domain=EvenFirstToken(),
              engine=HFEngine(tiny_model, tokenizer, seed=0))  # fmt: skip
     assert calls and sum(calls) >= 4
+
+
+def test_the_choice_is_made_for_the_whole_micro_batch_and_off_under_checkpointing(
+    tiny_model: Any,
+) -> None:
+    from posttrain.train.grpo import share_plan
+
+    cfg = GRPOConfig()
+    distinct = [rollout([i + 3], [5], i) for i in range(4)]
+    grouped = [rollout([3, 4], [5], i) for i in range(4)]
+    assert not share_plan(cfg, tiny_model, distinct).on
+    assert share_plan(cfg, tiny_model, grouped).on
+    assert not share_plan(cfg.model_copy(update={"share_prompts": False}), tiny_model, grouped).on
+    tiny_model.activation_checkpointing_enable({"use_reentrant": False})
+    assert not share_plan(cfg, tiny_model, grouped).on
+
+
+def test_a_model_that_keeps_no_kv_in_training_is_refused(tiny_model: Any) -> None:
+    tiny_model.activation_checkpointing_enable({"use_reentrant": False})
+    tiny_model.train()
+    with pytest.raises(ValueError, match="share_prompts=false"):
+        shared_logprobs(tiny_model, groups_of_rollouts(4))
+
+
+def test_a_rollout_without_completion_tokens_scores_nothing(scrambled: Any) -> None:
+    rollouts = groups_of_rollouts(5, prompts=2, group=3)
+    empty = rollout(rollouts[0].prompt_ids, [], 99)
+    got, _ = shared_logprobs(scrambled, [*rollouts, empty])
+    want, _ = shared_logprobs(scrambled, rollouts)
+    assert (got[-1] == 0).all()
+    assert torch.allclose(got[:-1, : want.shape[1]], want, atol=1e-5)
