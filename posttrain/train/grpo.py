@@ -225,7 +225,7 @@ def train_grpo(
             minibatches = [
                 keep[i : i + cfg.minibatch_size] for i in range(0, len(keep), cfg.minibatch_size)
             ]
-            split = group_split if cfg.share_prompts else micro_split
+            split = group_split if can_share(cfg, trained) else micro_split  # sized as run
             plans = [split(rollouts, idx, cfg.micro_batch_tokens) for idx in minibatches]
             if cfg.tis_cap is not None:
                 stats.update(tis_weight_mean=0.0, tis_clipped_frac=0.0)
@@ -411,14 +411,18 @@ class SharePlan:
     temperature: float
 
 
-def share_plan(cfg: GRPOConfig, model: PreTrainedModel, micro: list[Rollout]) -> SharePlan:
-    """Share prompts when asked, some prompt of `micro` repeats, and the model keeps K/V
-    in training (gradient checkpointing turns the cache off)."""
+def can_share(cfg: GRPOConfig, model: PreTrainedModel) -> bool:
+    """Prompts are shared when asked and the model keeps K/V in training (activation
+    checkpointing turns transformers' cache off)."""
     checkpointing = getattr(model, "is_activation_checkpointing", None)
     if checkpointing is None:  # transformers before 5
         checkpointing = getattr(model, "is_gradient_checkpointing", False)
-    on = cfg.share_prompts and not checkpointing and shares_prompts(micro)
-    return SharePlan(on, cfg.temperature)
+    return cfg.share_prompts and not checkpointing
+
+
+def share_plan(cfg: GRPOConfig, model: PreTrainedModel, micro: list[Rollout]) -> SharePlan:
+    """Share prompts when `can_share` and some prompt of `micro` repeats."""
+    return SharePlan(can_share(cfg, model) and shares_prompts(micro), cfg.temperature)
 
 
 def policy_probe(

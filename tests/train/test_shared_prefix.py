@@ -143,7 +143,7 @@ def test_grpo_trains_through_the_shared_forward(
 def test_the_choice_is_made_for_the_whole_micro_batch_and_off_under_checkpointing(
     tiny_model: Any,
 ) -> None:
-    from posttrain.train.grpo import share_plan
+    from posttrain.train.grpo import can_share, share_plan
 
     cfg = GRPOConfig()
     distinct = [rollout([i + 3], [5], i) for i in range(4)]
@@ -151,8 +151,10 @@ def test_the_choice_is_made_for_the_whole_micro_batch_and_off_under_checkpointin
     assert not share_plan(cfg, tiny_model, distinct).on
     assert share_plan(cfg, tiny_model, grouped).on
     assert not share_plan(cfg.model_copy(update={"share_prompts": False}), tiny_model, grouped).on
+    assert can_share(cfg, tiny_model)
     tiny_model.activation_checkpointing_enable({"use_reentrant": False})
     assert not share_plan(cfg, tiny_model, grouped).on
+    assert not can_share(cfg, tiny_model)  # micro-batches are then sized per row
 
 
 def test_a_model_that_keeps_no_kv_in_training_is_refused(tiny_model: Any) -> None:
