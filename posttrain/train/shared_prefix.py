@@ -8,8 +8,9 @@ layout the sampler decodes with. The gradients of a prompt's rows flow back thro
 repeated K/V into its one prompt forward, so the update is the per-row forward's (same
 math, float sums in another order; with dropout on, one draw per prompt instead of one
 per row — posttrain's models train without dropout). A model that keeps no K/V in
-training (gradient checkpointing) is refused with a ValueError. The work saved is the prompt positions of all but
-one rollout per prompt: (G - 1) / G of the prompt tokens.
+training (activation checkpointing) is refused with a ValueError. The work saved is
+the prompt positions of all but one rollout per prompt: (G - 1) / G of the prompt
+tokens.
 
 The result is laid out as `pack`'s [R, T-1] (position t scores token t+1), zero at
 prompt positions and padding, where `pack`'s loss mask is 0, so losses, probes and the
@@ -21,7 +22,8 @@ prompt positions and padding, where `pack`'s loss mask is 0, so losses, probes a
 budget, counting padded positions as the shared forward lays them out.
 
 Not guaranteed: bitwise equality with `batch_logprobs` on `pack` (different padding
-and summation order give differences around 1e-6 in float32).
+and summation order; float32 logprobs differ by up to ~2e-5 on a model with large
+logits, see `tests/train/test_shared_prefix.py`).
 """
 
 from __future__ import annotations
