@@ -32,8 +32,6 @@ from posttrain.ranks import all_reduce_sum, is_distributed, world_size
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.train.batches import (
     TokenBatch,
-    batch_logprobs,
-    batch_logprobs_entropy,
     pack,
     token_budget_split,
 )
@@ -55,7 +53,13 @@ from posttrain.train.resume import (
     train_state,
 )
 from posttrain.train.rollout_source import make_source
-from posttrain.train.shared_prefix import group_split, shared_logprobs, shares_prompts
+from posttrain.train.shared_prefix import (
+    SharePlan,
+    can_share,
+    group_split,
+    rollout_logprobs,
+    share_plan,
+)
 from posttrain.types import Rollout, Task
 
 LogFn = Callable[[int, dict[str, float]], None]
@@ -382,47 +386,6 @@ def micro_split(rollouts: list[Rollout], idx: list[int], budget: int | None) -> 
     padded tokens each (`token_budget_split`)."""
     lengths = [len(rollouts[j].prompt_ids) + len(rollouts[j].completion_ids) for j in idx]
     return [[idx[k] for k in group] for group in token_budget_split(lengths, budget)]
-
-
-def rollout_logprobs(
-    model: PreTrainedModel,
-    rows: list[Rollout],
-    batch: TokenBatch,
-    share: SharePlan,
-    entropy: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Logprobs [b, T-1] of `rows` (packed as `batch`), and with `entropy` the detached
-    entropy: each prompt run once (`shared_prefix`) when `share.on`, else one padded
-    sequence per row."""
-    if share.on:
-        return shared_logprobs(model, rows, share.temperature, entropy)
-    if entropy:
-        return batch_logprobs_entropy(model, batch, share.temperature)
-    return batch_logprobs(model, batch, share.temperature), None
-
-
-@dataclass(frozen=True)
-class SharePlan:
-    """How one micro-batch's training forwards run: `on` (each prompt once) is decided
-    from the whole micro-batch, never from one rank's share of it, so that every rank
-    runs the same forwards (FSDP gathers weights in each)."""
-
-    on: bool
-    temperature: float
-
-
-def can_share(cfg: GRPOConfig, model: PreTrainedModel) -> bool:
-    """Prompts are shared when asked and the model keeps K/V in training (activation
-    checkpointing turns transformers' cache off)."""
-    checkpointing = getattr(model, "is_activation_checkpointing", None)
-    if checkpointing is None:  # transformers before 5
-        checkpointing = getattr(model, "is_gradient_checkpointing", False)
-    return cfg.share_prompts and not checkpointing
-
-
-def share_plan(cfg: GRPOConfig, model: PreTrainedModel, micro: list[Rollout]) -> SharePlan:
-    """Share prompts when `can_share` and some prompt of `micro` repeats."""
-    return SharePlan(can_share(cfg, model) and shares_prompts(micro), cfg.temperature)
 
 
 def policy_probe(

@@ -19,7 +19,8 @@ prompt positions and padding, where `pack`'s loss mask is 0, so losses, probes a
     logprobs, entropy = shared_logprobs(model, rollouts, temperature=1.0, entropy=True)
 
 `group_split` cuts a minibatch into micro-batches of whole prompt groups under a token
-budget, counting padded positions as the shared forward lays them out.
+budget, counting padded positions as the shared forward lays them out. GRPO picks the
+forward per micro-batch with `share_plan` and runs it with `rollout_logprobs`.
 
 Not guaranteed: bitwise equality with `batch_logprobs` on `pack` (different padding
 and summation order; float32 logprobs differ by up to ~2e-5 on a model with large
@@ -29,12 +30,15 @@ logits, see `tests/train/test_shared_prefix.py`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import cast
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
+from posttrain.config import GRPOConfig
+from posttrain.train.batches import TokenBatch, batch_logprobs, batch_logprobs_entropy
 from posttrain.types import Rollout
 
 
@@ -165,3 +169,44 @@ def _cost(rollouts: Sequence[Rollout], groups: list[list[int]]) -> int:
     completion = max(len(rollouts[j].completion_ids) for g in groups for j in g)
     rows = sum(len(g) for g in groups)
     return len(groups) * prompt + rows * completion
+
+
+def rollout_logprobs(
+    model: PreTrainedModel,
+    rows: list[Rollout],
+    batch: TokenBatch,
+    share: SharePlan,
+    entropy: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Logprobs [b, T-1] of `rows` (packed as `batch`), and with `entropy` the detached
+    entropy: each prompt run once (`shared_prefix`) when `share.on`, else one padded
+    sequence per row."""
+    if share.on:
+        return shared_logprobs(model, rows, share.temperature, entropy)
+    if entropy:
+        return batch_logprobs_entropy(model, batch, share.temperature)
+    return batch_logprobs(model, batch, share.temperature), None
+
+
+@dataclass(frozen=True)
+class SharePlan:
+    """How one micro-batch's training forwards run: `on` (each prompt once) is decided
+    from the whole micro-batch, never from one rank's share of it, so that every rank
+    runs the same forwards (FSDP gathers weights in each)."""
+
+    on: bool
+    temperature: float
+
+
+def can_share(cfg: GRPOConfig, model: PreTrainedModel) -> bool:
+    """Prompts are shared when asked and the model keeps K/V in training (activation
+    checkpointing turns transformers' cache off)."""
+    checkpointing = getattr(model, "is_activation_checkpointing", None)
+    if checkpointing is None:  # transformers before 5
+        checkpointing = getattr(model, "is_gradient_checkpointing", False)
+    return cfg.share_prompts and not checkpointing
+
+
+def share_plan(cfg: GRPOConfig, model: PreTrainedModel, micro: list[Rollout]) -> SharePlan:
+    """Share prompts when `can_share` and some prompt of `micro` repeats."""
+    return SharePlan(can_share(cfg, model) and shares_prompts(micro), cfg.temperature)

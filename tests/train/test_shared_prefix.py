@@ -124,16 +124,16 @@ def test_grpo_trains_through_the_shared_forward(
     tiny_model: Any, tokenizer: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from posttrain.engines import HFEngine
-    from posttrain.train import grpo as grpo_module
+    from posttrain.train import shared_prefix
 
     calls: list[int] = []
-    real = grpo_module.shared_logprobs
+    real = shared_prefix.shared_logprobs
 
     def spy(model: Any, rows: list[Rollout], *args: Any, **kwargs: Any) -> Any:
         calls.append(len(rows))
         return real(model, rows, *args, **kwargs)
 
-    monkeypatch.setattr(grpo_module, "shared_logprobs", spy)
+    monkeypatch.setattr(shared_prefix, "shared_logprobs", spy)
     cfg = GRPOConfig(steps=1, batch_size=16, group_size=4, minibatch_size=16)
     run_grpo(tiny_model, tokenizer, [], cfg, domain=EvenFirstToken(),
              engine=HFEngine(tiny_model, tokenizer, seed=0))  # fmt: skip
@@ -143,7 +143,7 @@ def test_grpo_trains_through_the_shared_forward(
 def test_the_choice_is_made_for_the_whole_micro_batch_and_off_under_checkpointing(
     tiny_model: Any,
 ) -> None:
-    from posttrain.train.grpo import can_share, share_plan
+    from posttrain.train.shared_prefix import can_share, share_plan
 
     cfg = GRPOConfig()
     distinct = [rollout([i + 3], [5], i) for i in range(4)]
