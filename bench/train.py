@@ -80,7 +80,7 @@ from train_trl import (
 )
 from transformers import PreTrainedModel
 
-from posttrain.config import GRPOConfig, SFTConfig, load_config
+from posttrain.config import GRPOConfig, RolloutConfig, SFTConfig, load_config
 from posttrain.domains import get_domain
 from posttrain.domains.base import Domain
 from posttrain.engines.hf import HFEngine
@@ -138,8 +138,15 @@ class FixedTasks:
 
 
 def ours_grpo(
-    model: PreTrainedModel, tokenizer: Any, tasks: Sequence[Task], domain: Domain, s: GRPOBench
+    model: PreTrainedModel,
+    tokenizer: Any,
+    tasks: Sequence[Task],
+    domain: Domain,
+    s: GRPOBench,
+    rollout: RolloutConfig | None = None,
 ) -> SideResult:
+    """`s.steps + 1` steps of `train_grpo`; `rollout` picks where the episodes run
+    (lockstep in this process without one; `bench/train_overlap.py` passes others)."""
     cfg = GRPOConfig(
         steps=s.steps + 1,
         batch_size=s.batch,
@@ -161,6 +168,7 @@ def ours_grpo(
     tokens: list[int] = []
     kept: list[float] = []
     rollout_s: list[float] = []
+    staleness: list[float] = []  # policy versions behind, per step (0 when lockstep)
 
     def record(rollouts: list[Rollout]) -> None:
         tokens.append(sum(len(r.prompt_ids) + len(r.completion_ids) for r in rollouts))
@@ -177,12 +185,17 @@ def ours_grpo(
         lambda _: domain,
         cfg,
         max_tokens=s.max_tokens,
-        log=lambda step, metrics: rollout_s.append(metrics["rollout_s"]),  # metrics as in a run
+        log=lambda step, metrics: (  # metrics as in a run
+            rollout_s.append(metrics["rollout_s"]),
+            staleness.append(metrics.get("staleness_mean", 0.0)),
+        ),
         record=record,
         after_step=lambda step: marks.append(clock()),
+        rollout=rollout,
     )
     result = side_result(start, marks, tokens, rollout_s)
     result.extra["kept_fraction"] = round(sum(kept[1:]) / len(kept[1:]), 3)
+    result.extra["staleness_mean"] = round(sum(staleness[1:]) / len(staleness[1:]), 3)
     result.extra["threads_seen"] = [torch.get_num_threads()]
     return result
 
