@@ -35,7 +35,8 @@ EXTRA = [addition(100 + s, 1) for s in range(12)]
 class ProbeEngine(ReplayEngine):
     """Replays references. Its "weights" steer it: {"marker": m} answers "weights m";
     {"delay": s, "signal_dir": d} leaves a file in d, then sleeps s per call;
-    {"raise": msg} raises ValueError(msg)."""
+    {"raise": msg} raises ValueError(msg); {"load_delay": s, "load_signal": f} makes
+    loading them take s seconds, then write the file f."""
 
     def __init__(self, tokenizer: Any, tasks: list[Task]) -> None:
         super().__init__(tokenizer)
@@ -45,6 +46,9 @@ class ProbeEngine(ReplayEngine):
 
     def update_weights(self, state_dict: Any) -> None:
         self.state = dict(state_dict)
+        if "load_signal" in self.state:  # a slow load that says when it is done
+            time.sleep(self.state["load_delay"])
+            Path(self.state["load_signal"]).write_text("loaded")
 
     def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
         if "raise" in self.state:
@@ -153,6 +157,18 @@ def test_weights_reach_every_worker_after_the_chunks_queued_before_them(
         assert groups[task.id][0].final_text == "weights v2"
         assert groups[task.id][0].policy_version == 2
     assert len(after) == 4
+
+
+def test_close_lets_the_last_weight_load_finish_before_ending_the_workers(
+    ray_local: Any, tokenizer: Any, tmp_path: Path
+) -> None:
+    # A run's last update sends weights nobody will sample from; killing the workers
+    # while those loads are queued made Ray log one failed task per worker.
+    signal = tmp_path / "loaded"
+    rollouts = RayRollouts(probe_factory(tokenizer), tokenizer, lookup, PARAMS, workers=1)
+    rollouts.update_weights({"load_delay": 0.5, "load_signal": str(signal)}, version=1)
+    rollouts.close()
+    assert signal.read_text() == "loaded"
 
 
 def test_a_chunk_that_raises_becomes_recorded_failures(two_workers: RayRollouts) -> None:

@@ -59,6 +59,7 @@ from posttrain.types import Rollout, Task
 __all__ = ["RayRollouts", "ensure_ray"]
 
 POLL_S = 0.02  # how long the gathering thread waits on Ray before looking for new chunks
+CLOSE_LOAD_WAIT_S = 10.0  # close() lets queued weight loads finish this long before killing
 
 
 @dataclass
@@ -124,6 +125,7 @@ class RayRollouts(GroupCollector):
         self._groups, self._chunks = itertools.count(), itertools.count()
         self._inflight, self._version, self._closed = 0, 0, False
         self._weights: ray.ObjectRef | None = None
+        self._loads: list[ray.ObjectRef] = []  # weight loads not known to have finished
         self._counts = dict.fromkeys(("restarts", "tasks_retried", "duplicates_dropped", "failed_chunks", "episodes"), 0)  # fmt: skip
         self._first_submit: float | None = None
         self._thread = threading.Thread(target=self._gather, name="ray-rollouts", daemon=True)
@@ -165,8 +167,9 @@ class RayRollouts(GroupCollector):
         with self._cond:
             self._check_open()
             self._weights, self._version = ref, version
-            for worker in self.actors:
-                worker.load_weights.remote([ref])
+            if self._loads:  # forget the finished ones
+                _, self._loads = ray.wait(self._loads, num_returns=len(self._loads), timeout=0)
+            self._loads += [worker.load_weights.remote([ref]) for worker in self.actors]
 
     def metrics(self) -> dict[str, float]:
         """`ray/`: workers, restarts, tasks_retried (chunks re-executed), duplicates_dropped,
@@ -188,6 +191,11 @@ class RayRollouts(GroupCollector):
             self._closed = True
             self._cond.notify_all()
         self._thread.join()
+        # A load still queued when its actor is killed makes Ray log a failed task,
+        # once per worker at the end of every run: let them finish (they queue behind
+        # the chunks sent before them, so this is bounded, not guaranteed).
+        if self._loads:
+            ray.wait(self._loads, num_returns=len(self._loads), timeout=CLOSE_LOAD_WAIT_S)
         self._kill_actors()
         ray_worker.clear_ledger(self._ledger)
         if self.started_ray:
