@@ -3,8 +3,9 @@
 Prompts are left-padded into one batch and prefilled once; each prompt's cache is
 then repeated for its `n` samples, so samples share the prefill. Decoding runs token
 by token with per-row temperature, top-p, token budget and stop strings; finished
-rows are dropped from the batch once they are the majority. Returned logprobs are
-those of the sampled tokens under the sampling distribution (temperature applied).
+rows are dropped from the batch once they are half of it or more. Returned logprobs
+are those of the sampled tokens under the temperature-scaled softmax, before any top-p
+cut (the quantity a trainer's forward computes).
 
 With `prefix_cache=True` (the default), a request that names its `episode` keeps
 its KV cache after generation, and the episode's next request, whose prompt extends
@@ -35,6 +36,7 @@ from transformers import DynamicCache, PreTrainedModel
 from posttrain.engines.base import Completion, GenerationRequest, SamplingParams
 from posttrain.engines.growing_cache import GrowingCache
 from posttrain.engines.prefix_cache import PrefixCache, build_prefill, sample_episode
+from posttrain.engines.sampling import nucleus, sample_from
 from posttrain.types import FinishReason
 
 # on_token(request_index, sample_index, token_id, logprob), called as each token is sampled.
@@ -143,14 +145,18 @@ class HFEngine:
         ).logits[:, -1, :]  # [P, V]
 
         # One row per sample: repeat each prompt's cache n times (shared prefill).
-        owner = torch.tensor([i for i, r in enumerate(requests) for _ in range(r.params.n)])
+        owner = torch.tensor(
+            [i for i, r in enumerate(requests) for _ in range(r.params.n)], device=device
+        )
         cache.batch_select_indices(owner)
         logits, mask = logits[owner], mask[owner]  # [R, V], [R, L]
         next_pos = mask.sum(-1)  # [R]
         params = [requests[i].params for i in owner.tolist()]
-        temps = torch.tensor([p.temperature if p.temperature > 0 else 1.0 for p in params])
-        greedy = torch.tensor([p.greedy for p in params])
-        top_p = torch.tensor([p.top_p for p in params])
+        temps = torch.tensor(
+            [p.temperature if p.temperature > 0 else 1.0 for p in params], device=device
+        )
+        greedy = torch.tensor([p.greedy for p in params], device=device)
+        top_p = torch.tensor([p.top_p for p in params], device=device)
         budget = [p.max_tokens for p in params]
         owners = owner.tolist()
         call_index = [first_index + i for i in owners]  # row -> request index in the call
@@ -176,7 +182,7 @@ class HFEngine:
         logps: list[list[float]] = [[] for _ in range(rows)]
         reasons: list[FinishReason | None] = [None] * rows
         active = list(range(rows))  # batch slot -> row
-        stop_ids = torch.tensor(self.stop_ids)
+        stop_ids = torch.tensor(self.stop_ids, device=device)
         step = 0
         while active:
             slot_temps, slot_greedy, slot_top_p = temps[active], greedy[active], top_p[active]
@@ -203,16 +209,16 @@ class HFEngine:
             keep = [s for s, row in enumerate(active) if reasons[row] is None]
             if not keep:
                 break
-            prune = len(keep) <= len(active) // 2  # drop finished rows when they are the majority
+            prune = len(keep) <= len(active) // 2  # drop finished rows once they are half or more
             if prune:
                 keep_kv(
                     active, mask, [s for s, row in enumerate(active) if reasons[row] is not None]
                 )
             feed = chosen[:, None]  # [A, 1]
-            mask = torch.cat([mask, torch.ones((len(active), 1), dtype=torch.long)], dim=-1)
+            mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=-1)
             pos = next_pos[:, None]
             if prune:
-                index = torch.tensor(keep)
+                index = torch.tensor(keep, device=device)
                 cache.batch_select_indices(index)
                 feed, mask, pos, next_pos = feed[index], mask[index], pos[index], next_pos[index]
                 active = [active[s] for s in keep]
@@ -237,38 +243,19 @@ class HFEngine:
     def _sample(
         self, logprobs: torch.Tensor, greedy: torch.Tensor, top_p: torch.Tensor
     ) -> torch.Tensor:
-        """Sample one token per row from `logprobs` [A, V], nucleus-filtered per row.
-
-        By inverting each row's CDF at one uniform draw: `torch.multinomial` draws an
-        exponential per vocabulary entry, which cost about 1 ms a step on 128 rows of
-        the tiny model's 265 tokens, more than its lm-head."""
-        probs = logprobs.exp()
-        if bool((top_p < 1).any()):
-            sorted_p, order = probs.sort(dim=-1, descending=True)
-            drop = sorted_p.cumsum(-1) - sorted_p > top_p[:, None]  # keep the top token always
-            sorted_p = sorted_p.masked_fill(drop, 0.0)
-            probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
-        sampled = sample_from(probs, self.generator)
+        """Sample one token per row from `logprobs` [A, V], nucleus-filtered per row
+        (`engines/sampling.py`)."""
+        sampled = sample_from(nucleus(logprobs.exp(), top_p), self.generator)
         return torch.where(greedy, logprobs.argmax(-1), sampled)
 
     def _hit_stop_string(self, tokens: list[int], stop: tuple[str, ...]) -> bool:
         if not stop:
             return False
-        longest = max(len(s) for s in stop)
+        # Every token decodes to at least one byte: a window of the stop strings' byte
+        # length holds them even when each character takes several byte tokens.
+        longest = max(len(s.encode()) for s in stop)
         tail = self.tokenizer.decode(tokens[-(longest + 4) :], skip_special_tokens=False)  # type: ignore[attr-defined]
         return any(s in tail for s in stop)
-
-
-def sample_from(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """One index per row of `probs` [A, V] (non-negative, any positive total), drawn with
-    probability proportional to its entry: the first index whose running sum exceeds
-    u · total, u uniform in [0, 1). Zero entries are never drawn."""
-    cdf = probs.cumsum(-1)  # [A, V]
-    u = torch.rand((probs.shape[0], 1), generator=generator, dtype=cdf.dtype)
-    index = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1)  # [A]
-    # Rounding can leave u·total at the very top; fall back to the last non-zero entry.
-    last = probs.shape[-1] - 1 - (probs.flip(-1) > 0).to(torch.int64).argmax(-1)
-    return torch.minimum(index, last)
 
 
 def sampling_for_eval(max_tokens: int) -> SamplingParams:

@@ -212,7 +212,10 @@ def build_prefill(
     cache = cache_class()
     if width > 0:
         cache = cache_class(ddp_cache_data=_left_padded(reused, width, device))
-    return Prefill(ids, mask, positions, cache, sum(map(len, suffixes)), sum(cached))
+    return Prefill(
+        ids.to(device), mask.to(device), positions.to(device), cache,
+        sum(map(len, suffixes)), sum(cached),
+    )  # fmt: skip
 
 
 def _left_padded(

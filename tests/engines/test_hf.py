@@ -14,7 +14,6 @@ import pytest
 import torch
 
 from posttrain.engines import Completion, GenerationRequest, HFEngine, SamplingParams
-from posttrain.engines.hf import sample_from
 
 GREEDY = SamplingParams(max_tokens=10, temperature=0.0)
 PROMPTS = ["a", "hello world, how are you", "12+345"]
@@ -153,25 +152,12 @@ def test_a_tiny_top_p_samples_the_greedy_token(scrambled_model: Any, tokenizer: 
     assert all(s.token_ids == greedy for s in samples)
 
 
-def test_sample_from_draws_each_index_at_its_probability() -> None:
-    probs = torch.tensor([[0.5, 0.0, 0.3, 0.2], [0.0, 0.0, 2.0, 6.0]])  # row 2: unnormalized
-    rows = probs.repeat(20_000, 1)  # [40000, 4]
-    drawn = sample_from(rows, torch.Generator().manual_seed(0)).view(20_000, 2)
-    for r, expected in enumerate(probs / probs.sum(-1, keepdim=True)):
-        freq = torch.bincount(drawn[:, r], minlength=4).double() / 20_000
-        assert freq[expected == 0].sum() == 0  # zero entries never drawn
-        # binomial std is at most 0.0036 here: 0.015 is about 4 sigma
-        assert torch.allclose(freq, expected.double(), atol=0.015), (r, freq)
-
-
-def test_sample_from_falls_back_to_the_last_nonzero_entry_at_the_top(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # u * total can round up to the total itself; searchsorted then points past the
-    # last non-zero entry (here: past the end). u = 1 forces that case.
-    monkeypatch.setattr(torch, "rand", lambda shape, **kw: torch.ones(shape, dtype=kw["dtype"]))
-    probs = torch.tensor([[0.2, 0.8, 0.0, 0.0], [0.1, 0.2, 0.3, 0.4]])
-    assert sample_from(probs, torch.Generator()).tolist() == [1, 3]
+def test_a_stop_string_of_multibyte_characters_is_found(tiny_model: Any, tokenizer: Any) -> None:
+    # The byte-level tokenizer spends 3 tokens on each of these characters.
+    engine = HFEngine(tiny_model, tokenizer)
+    tokens = encode(tokenizer, "ok: 日本語")
+    assert engine._hit_stop_string(tokens, ("日本語",))
+    assert not engine._hit_stop_string(tokens, ("日本人",))
 
 
 def test_an_empty_prompt_is_refused(tiny_model: Any, tokenizer: Any) -> None:
