@@ -4,8 +4,9 @@ In a multi-turn episode, turn k's prompt is turn k-1's prompt + its sampled toke
 the environment's tokens: a strict extension. After a request's generation the
 engine keeps that row's KV (prompt + sampled tokens, padding trimmed, per layer,
 on CPU) in a `PrefixCache` under the request's `GenerationRequest.episode`; the
-next request with the same `episode` whose prompt extends the kept ids prefills
-only the new suffix. Requests without `episode` never reuse.
+next request with the same `episode` prefills only what follows the longest start
+it shares with the kept ids (all of them when it extends them). Requests without
+`episode` never reuse.
 
     engine = HFEngine(model, tok, prefix_cache=True, prefix_cache_tokens=65_536)
     engine.generate([GenerationRequest(ids, params, episode="ep-1")])   # full prefill
@@ -48,6 +49,14 @@ KV = list[tuple[torch.Tensor, torch.Tensor]]  # per layer (keys, values), each [
 _PLAIN_LAYERS = (DynamicLayer, GrowingLayer)
 
 
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """The length of the longest common start of `a` and `b`."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:  # the usual case, at C speed
+        return n
+    return next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
+
+
 def sample_episode(episode: str, sample: int, n: int) -> str:
     """The cache key under which sample `sample` of a request with `n` samples is kept."""
     return episode if n == 1 else f"{episode}/{sample}"
@@ -55,7 +64,8 @@ def sample_episode(episode: str, sample: int, n: int) -> str:
 
 @dataclass
 class PrefixCacheStats:
-    hits: int = 0  # requests with an episode whose kept ids prefixed the prompt
+    hits: int = 0  # requests with an episode whose kept ids share a start with the prompt
+    partial_hits: int = 0  # hits whose prompt diverged from the kept ids before either ended
     misses: int = 0  # requests with an episode prefilled in full (none kept, mismatch, evicted)
     reused_tokens: int = 0  # prompt tokens taken from the cache instead of the model
     prefilled_tokens: int = 0  # prompt tokens run through the model (every request)
@@ -99,20 +109,25 @@ class PrefixCache:
     def take(self, episode: str | None, prompt: list[int]) -> KV | None:
         """The K/V kept under `episode` for the first tokens of `prompt`, or None (a miss).
 
-        A hit needs the kept ids and `prompt` to agree on the shorter of the two (a
-        causal model's K/V at a position depend on the tokens up to it only). The entry
-        is removed: the request's own generation replaces it. At least one prompt token
-        is always left to prefill, since its logits start the sampling."""
+        The K/V of the kept ids' longest common prefix with `prompt` are reused (a
+        causal model's K/V at a position depend on the tokens up to it only): all of
+        them when the prompt extends the kept ids, the agreeing start when it diverges
+        (a partial hit: e.g. the last turn's text re-tokenized differently from the
+        sampled ids). The entry is removed: the request's own generation replaces it.
+        At least one prompt token is always left to prefill, since its logits start
+        the sampling."""
         if episode is None:
             return None
         entry = self._entries.pop(episode, None)
         if entry is not None:
             self.stats.held_tokens -= len(entry.ids)
-        usable = min(len(entry.ids), len(prompt) - 1) if entry is not None else 0
-        if entry is None or usable < 1 or prompt[: len(entry.ids)] != entry.ids[: len(prompt)]:
+        usable = min(common_prefix(entry.ids, prompt), len(prompt) - 1) if entry else 0
+        if entry is None or usable < 1:
             self.stats.misses += 1
             return None
         self.stats.hits += 1
+        if usable < min(len(entry.ids), len(prompt) - 1):
+            self.stats.partial_hits += 1
         return [(k[:, :usable], v[:, :usable]) for k, v in entry.kv]
 
     def put(self, episode: str, ids: list[int], kv: KV) -> None:

@@ -128,6 +128,33 @@ def test_a_prompt_that_does_not_extend_the_kept_ids_is_prefilled_in_full(
     assert (stats(engine).hits, stats(engine).misses, stats(engine).reused_tokens) == (0, 2, 0)
 
 
+def test_a_prompt_diverging_from_the_kept_ids_reuses_their_common_start(
+    model: Any, tokenizer: Any
+) -> None:
+    # As when the last turn's text is re-tokenized into other ids than those sampled.
+    engine = HFEngine(model, tokenizer, prefix_cache=True)
+    plain = HFEngine(model, tokenizer, prefix_cache=False)
+    first = list(tokenizer.encode("what is 12+345?"))
+    [[sampled]] = engine.generate([GenerationRequest(first, GREEDY, episode="e")])
+    other = [t for t in range(97, 103) if t != sampled.token_ids[0]]  # differs at once
+    follow_up = first + other
+    [[got]] = engine.generate([GenerationRequest(follow_up, GREEDY, episode="e")])
+    [[want]] = plain.generate([GenerationRequest(follow_up, GREEDY)])
+    assert_same([[got]], [[want]])
+    s = stats(engine)
+    assert (s.hits, s.partial_hits, s.misses, s.reused_tokens) == (1, 1, 1, len(first))
+
+
+def test_common_prefix_counts_the_agreeing_start() -> None:
+    from posttrain.engines.prefix_cache import common_prefix
+
+    assert common_prefix([1, 2, 3], [1, 2, 3, 4]) == 3
+    assert common_prefix([1, 2, 3, 4], [1, 2]) == 2
+    assert common_prefix([1, 2, 3], [1, 9, 3]) == 1
+    assert common_prefix([5], [6]) == 0
+    assert common_prefix([], [1]) == 0
+
+
 def test_eviction_keeps_the_held_tokens_under_the_bound(model: Any, tokenizer: Any) -> None:
     prompts = [list(range(65, 65 + length)) for length in (20, 30, 25)]
     engine = HFEngine(model, tokenizer, prefix_cache=True, prefix_cache_tokens=60)
