@@ -121,7 +121,7 @@ class PrefixCache:
         entry = self._entries.pop(episode, None)
         if entry is not None:
             self.stats.held_tokens -= len(entry.ids)
-        usable = min(common_prefix(entry.ids, prompt), len(prompt) - 1) if entry else 0
+        usable = min(common_prefix(entry.ids, prompt), len(prompt) - 1) if entry is not None else 0
         if entry is None or usable < 1:
             self.stats.misses += 1
             return None
