@@ -84,6 +84,12 @@ class DPOConfig(_Strict):
     sft_weight: float = Field(1.0, ge=0, description="NLL on chosen answers added to the loss")
     lr: float = Field(5e-5, gt=0, description="AdamW learning rate")
     batch_size: int = Field(32, ge=1, description="pairs per optimizer step")
+    micro_batch_tokens: int | None = Field(
+        4096,
+        ge=2,
+        description="forward/backward passes of at most this many padded tokens (chosen and "
+        "rejected rows), gradients accumulated over the batch (None = the whole batch at once)",
+    )
     epochs: int = Field(2, ge=1, description="passes over the mined pairs")
     max_minutes: float = Field(1.5, gt=0, description="wall-clock cap for the stage")
 

@@ -152,12 +152,16 @@ def batch_logprobs_entropy(
 
 
 def sequence_logprob_sums(
-    model: PreTrainedModel, rollouts: Sequence[Rollout], pad_id: int, chunk: int = 64
+    model: PreTrainedModel, rollouts: Sequence[Rollout], pad_id: int, max_tokens: int | None = 4096
 ) -> torch.Tensor:
-    """Summed logprob of each rollout's sampled tokens, without grad: [N]."""
-    sums = []
+    """Summed logprob of each rollout's sampled tokens, without grad: [N].
+
+    Forward passes of at most `max_tokens` padded tokens each (`token_budget_split`;
+    None: all at once), so the attention scores' T² stays bounded on long sequences."""
+    lengths = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
+    sums = torch.zeros(len(rollouts), device=next(model.parameters()).device)
     with torch.no_grad():
-        for i in range(0, len(rollouts), chunk):
-            batch = pack(rollouts[i : i + chunk], pad_id)
-            sums.append((batch_logprobs(model, batch) * batch.loss_mask).sum(-1))
-    return torch.cat(sums) if sums else torch.zeros(0)
+        for group in token_budget_split(lengths, max_tokens):
+            batch = pack([rollouts[i] for i in group], pad_id)
+            sums[group] = (batch_logprobs(model, batch) * batch.loss_mask).sum(-1)
+    return sums

@@ -7,6 +7,8 @@ passed give no pair. Training: the standard DPO loss against the frozen starting
 policy, optionally plus an NLL term on the chosen answer (`sft_weight`, as in RPO).
 Preference accuracy — the share of held-out pairs whose chosen answer the policy
 finds more likely than the rejected one — is measured before and after.
+Each batch trains in forward/backward passes of at most `micro_batch_tokens` padded
+tokens (`pair_micro_batches`), gradients accumulated to the whole batch's.
 
 Data parallel (`posttrain.train.distributed`, under torchrun): every rank shuffles
 the same pair order, takes its share of each batch and scales its loss so that the
@@ -34,8 +36,13 @@ from posttrain.engines.base import Engine, SamplingParams
 from posttrain.ranks import all_reduce_sum, any_rank, shard_map, world_size
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import replay_references, run_episodes
-from posttrain.train.batches import batch_logprobs, pack, sequence_logprob_sums
-from posttrain.train.distributed import local_share, main_only
+from posttrain.train.batches import (
+    batch_logprobs,
+    pack,
+    sequence_logprob_sums,
+    token_budget_split,
+)
+from posttrain.train.distributed import gradient_sync, local_share, main_only
 from posttrain.train.losses import dpo_loss
 from posttrain.types import Rollout, Task
 
@@ -93,14 +100,30 @@ def mine_pairs(
 
 
 def preference_accuracy(
-    model: PreTrainedModel, pairs: Sequence[PreferencePair], pad_id: int
+    model: PreTrainedModel,
+    pairs: Sequence[PreferencePair],
+    pad_id: int,
+    max_tokens: int | None = 4096,
 ) -> float:
     """Share of pairs whose chosen answer has the higher summed logprob."""
     if not pairs:
         return float("nan")
-    chosen = sequence_logprob_sums(model, [p.chosen for p in pairs], pad_id)
-    rejected = sequence_logprob_sums(model, [p.rejected for p in pairs], pad_id)
+    chosen = sequence_logprob_sums(model, [p.chosen for p in pairs], pad_id, max_tokens)
+    rejected = sequence_logprob_sums(model, [p.rejected for p in pairs], pad_id, max_tokens)
     return float((chosen > rejected).float().mean())
+
+
+def pair_micro_batches(
+    pairs: Sequence[PreferencePair], idx: Sequence[int], budget: int | None
+) -> list[list[int]]:
+    """The pair indices `idx` of one batch as micro-batches whose chosen and rejected
+    rows, padded to the longest, hold at most `budget` tokens (a longer pair alone)."""
+    lengths = [
+        max(len(s.prompt_ids) + len(s.completion_ids) for s in (pairs[j].chosen, pairs[j].rejected))
+        for j in idx
+    ]
+    half = None if budget is None else budget // 2  # each pair is two rows
+    return [[idx[k] for k in group] for group in token_budget_split(lengths, half)]
 
 
 def train_dpo(
@@ -115,15 +138,16 @@ def train_dpo(
     start = time.perf_counter()
     log = main_only(log)
     model.eval()
-    before = preference_accuracy(model, val_pairs, pad_id)
+    tokens_cap = cfg.micro_batch_tokens
+    before = preference_accuracy(model, val_pairs, pad_id, tokens_cap)
     if not pairs:
         return DPOResult(0, 0, time.perf_counter() - start, before, before)
     # The frozen reference is the starting policy: its logprobs are computed once.
     ref_chosen: torch.Tensor | None = None
     ref_rejected: torch.Tensor | None = None
     if not cfg.reference_free:
-        ref_chosen = sequence_logprob_sums(model, [p.chosen for p in pairs], pad_id)  # [N]
-        ref_rejected = sequence_logprob_sums(model, [p.rejected for p in pairs], pad_id)  # [N]
+        ref_chosen = sequence_logprob_sums(model, [p.chosen for p in pairs], pad_id, tokens_cap)
+        ref_rejected = sequence_logprob_sums(model, [p.rejected for p in pairs], pad_id, tokens_cap)
     optimizer = torch.optim.AdamW(
         [p for p in model.parameters() if p.requires_grad], lr=cfg.lr, betas=(0.9, 0.95)
     )
@@ -136,49 +160,52 @@ def train_dpo(
         for i in range(0, len(order), cfg.batch_size):
             if any_rank(time.perf_counter() - start > cfg.max_minutes * 60):
                 break
-            # This rank's share; `weight` 0 marks a stand-in pair when there are too few.
-            idx, weight = local_share(order[i : i + cfg.batch_size])
-            share = weight * len(idx) / len(order[i : i + cfg.batch_size])
-            batch = pack([pairs[j].chosen for j in idx] + [pairs[j].rejected for j in idx], pad_id)
-            logprobs = batch_logprobs(model, batch)  # [2b, T-1]
-            sums = (logprobs * batch.loss_mask).sum(-1)  # [2b]
-            b = len(idx)
-            tokens = batch.loss_mask.sum(-1)  # [2b]
-            loss, margin = dpo_loss(
-                sums[:b],
-                sums[b:],
-                None if ref_chosen is None else ref_chosen[idx],
-                None if ref_rejected is None else ref_rejected[idx],
-                cfg.beta,
-                loss_type=cfg.loss,
-                label_smoothing=cfg.label_smoothing,
-                chosen_tokens=tokens[:b],
-                rejected_tokens=tokens[b:],
-            )
-            loss = loss * share  # this rank's part of the global batch mean
-            if cfg.sft_weight > 0:
-                chosen_mask = batch.loss_mask[:b]
-                (chosen_tokens,) = all_reduce_sum([weight * float(chosen_mask.sum())])
-                nll = -(logprobs[:b] * chosen_mask).sum() / max(chosen_tokens, 1.0)
-                loss = loss + cfg.sft_weight * weight * nll
+            chunk = order[i : i + cfg.batch_size]
+            # Totals over the whole batch; each rank takes its share of every micro-batch.
+            chosen_total = float(sum(sum(pairs[j].chosen.loss_mask) for j in chunk))
+            micros = pair_micro_batches(pairs, chunk, cfg.micro_batch_tokens)
             optimizer.zero_grad(set_to_none=True)
-            (loss * world_size()).backward()  # DDP and FSDP average the ranks' gradients
+            total = margins = right = count = 0.0
+            for k, micro in enumerate(micros):
+                # `weight` 0 marks a stand-in pair when a rank has none of this micro-batch.
+                idx, weight = local_share(micro)
+                b = len(idx)
+                batch = pack(
+                    [pairs[j].chosen for j in idx] + [pairs[j].rejected for j in idx], pad_id
+                )
+                logprobs = batch_logprobs(model, batch)  # [2b, T-1]
+                sums = (logprobs * batch.loss_mask).sum(-1)  # [2b]
+                tokens = batch.loss_mask.sum(-1)  # [2b]
+                pair_loss, margin = dpo_loss(
+                    sums[:b],
+                    sums[b:],
+                    None if ref_chosen is None else ref_chosen[idx],
+                    None if ref_rejected is None else ref_rejected[idx],
+                    cfg.beta,
+                    loss_type=cfg.loss,
+                    label_smoothing=cfg.label_smoothing,
+                    chosen_tokens=tokens[:b],
+                    rejected_tokens=tokens[b:],
+                )
+                loss = pair_loss * weight * b / len(chunk)  # this part of the batch mean
+                if cfg.sft_weight > 0:
+                    nll = -(logprobs[:b] * batch.loss_mask[:b]).sum() / max(chosen_total, 1.0)
+                    loss = loss + cfg.sft_weight * weight * nll
+                with gradient_sync(model, enabled=k == len(micros) - 1):
+                    (loss * world_size()).backward()  # DDP and FSDP average the ranks' gradients
+                total += float(loss.detach())
+                margins += weight * float(margin.sum())
+                right += weight * float((margin > 0).sum())
+                count += weight * b
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             step += 1
-            total, margins, right, count = all_reduce_sum(
-                [
-                    float(loss.detach()),
-                    weight * float(margin.sum()),
-                    weight * float((margin > 0).sum()),
-                    weight * b,
-                ]
-            )
+            total, margins, right, count = all_reduce_sum([total, margins, right, count])
             if log is not None:
                 log(
                     step,
                     {"loss": total, "margin": margins / count, "reward_accuracy": right / count},
                 )
     model.eval()
-    after = preference_accuracy(model, val_pairs, pad_id)
+    after = preference_accuracy(model, val_pairs, pad_id, tokens_cap)
     return DPOResult(len(pairs), step, time.perf_counter() - start, before, after)

@@ -101,9 +101,12 @@ def run(args: Args) -> dict[str, Any]:
             _run_sft(args, model, pad, log)
         elif task == "grpo":
             _run_grpo(args, replica, policy.tokenizer, log)
-        else:  # 16 pairs in batches of 5: the last holds one pair, a stand-in on rank 1
+        else:  # 16 pairs in batches of 5, 2-3 micro-batches each: a 1-pair micro-batch
+            # (and the last batch) is a stand-in on rank 1
             pairs = [PreferencePair(*sft_data()[0][i : i + 2]) for i in range(0, 32, 2)]
-            cfg = DPOConfig(batch_size=5, lr=1e-3, epochs=1, max_minutes=10.0)
+            cfg = DPOConfig(
+                batch_size=5, micro_batch_tokens=100, lr=1e-3, epochs=1, max_minutes=10.0
+            )
             train_dpo(model, pairs, pairs[:4], cfg, pad, log=log)
     if args.merged:
         ddist.save_merged(Path(args.merged), model, policy.tokenizer)

@@ -108,10 +108,16 @@ def test_ddp_dpo_matches_the_single_process_loss_curve(
 ) -> None:
     ours, theirs = ddp_job["stats"]["dpo"], single["dpo"]
     assert list(ours) == ["1", "2", "3", "4"]  # 16 pairs in batches of 5: the last has one
-    for key in ("loss", "margin", "reward_accuracy"):
+    for key in ("loss", "margin"):
         assert [ours[s][key] for s in ours] == pytest.approx(
             [theirs[s][key] for s in theirs], rel=1e-4, abs=1e-6
         )
+    # At step 1 the policy is the reference: margins are 0 up to rounding, and their sign
+    # (reward_accuracy) depends on how the rows were padded.
+    after = [s for s in ours if s != "1"]
+    assert [ours[s]["reward_accuracy"] for s in after] == [
+        theirs[s]["reward_accuracy"] for s in after
+    ]
 
 
 GRPO_KEYS = ("loss", "kl", "clip_frac", "reward", "entropy")

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
 import pytest
+import torch
 
 from posttrain.config import DPOConfig
 from posttrain.domains import STARTER_DOMAINS, get_domain
 from posttrain.engines import Completion, GenerationRequest, HFEngine, ReplayEngine, SamplingParams
 from posttrain.rollout.episode import replay_references, run_episodes
-from posttrain.train.dpo import PreferencePair, mine_pairs, preference_accuracy, train_dpo
+from posttrain.train.batches import sequence_logprob_sums
+from posttrain.train.dpo import (
+    PreferencePair,
+    mine_pairs,
+    pair_micro_batches,
+    preference_accuracy,
+    train_dpo,
+)
 from posttrain.types import Rollout, Task
 
 # Which of `corrupt()`'s wrong answers is rejected: the first, except for sorting, where
@@ -181,3 +190,52 @@ def test_reference_free_dpo_never_scores_a_reference(
     cfg = DPOConfig(lr=1e-3, batch_size=8, epochs=1, sft_weight=0.0, reference_free=True)
     result = train_dpo(tiny_model, pairs, [], cfg, tokenizer.pad_token_id)
     assert result.steps == 4 and calls == []
+
+
+def test_pair_micro_batches_hold_both_rows_within_the_budget(tokenizer: Any) -> None:
+    pairs = synthetic_pairs(starter_tasks(range(6)), tokenizer)
+    idx = list(range(0, len(pairs), 2))
+    width = {j: max(len(s.prompt_ids) + len(s.completion_ids) for s in (p.chosen, p.rejected))
+             for j, p in enumerate(pairs)}  # fmt: skip
+    budget = 4 * max(width.values())  # room for two pairs of the longest
+    micros = pair_micro_batches(pairs, idx, budget)
+    assert sorted(j for m in micros for j in m) == idx
+    assert any(len(m) > 1 for m in micros)
+    for micro in micros:  # 2 rows per pair, padded to the micro-batch's widest pair
+        assert 2 * len(micro) * max(width[j] for j in micro) <= budget
+    assert pair_micro_batches(pairs, idx, None) == [idx]
+    assert all(len(m) == 1 for m in pair_micro_batches(pairs, idx, 2))  # too long: alone
+
+
+def test_budgeted_sequence_logprob_sums_keep_the_input_order(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    rollouts = [r for p in synthetic_pairs(starter_tasks(range(4)), tokenizer) for r in (p.chosen, p.rejected)]  # fmt: skip
+    whole = sequence_logprob_sums(tiny_model, rollouts, tokenizer.pad_token_id, None)
+    split = sequence_logprob_sums(tiny_model, rollouts, tokenizer.pad_token_id, 64)
+    assert whole.shape == (len(rollouts),) and bool((whole < 0).all())
+    torch.testing.assert_close(split, whole, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("loss", ["sigmoid", "ipo"])
+def test_micro_batched_dpo_steps_match_the_whole_batch(
+    tiny_model: Any, tokenizer: Any, loss: str
+) -> None:
+    pairs = synthetic_pairs(starter_tasks(range(4)), tokenizer)
+    results = []
+    for budget in (None, 2, 400):  # whole batch; one pair per pass; a few per pass
+        model = copy.deepcopy(tiny_model)
+        logged: list[dict[str, float]] = []
+        cfg = DPOConfig(lr=1e-3, batch_size=8, epochs=1, loss=loss, micro_batch_tokens=budget)
+        train_dpo(model, pairs, [], cfg, tokenizer.pad_token_id,
+                  log=lambda step, values, out=logged: out.append(values))  # fmt: skip
+        results.append((dict(model.named_parameters()), logged))
+    (whole, whole_logged), *splits = results
+    assert len(whole_logged) == 2
+    for params, logged in splits:
+        for key in ("loss", "margin"):  # (reward_accuracy: the sign of ~0 margins at step 1)
+            assert [v[key] for v in logged] == pytest.approx(
+                [v[key] for v in whole_logged], rel=1e-3, abs=1e-5
+            )
+        for name, value in whole.items():
+            torch.testing.assert_close(params[name], value, rtol=1e-4, atol=1e-6)
