@@ -40,7 +40,20 @@ class TokenBatch:
         return {"input_ids": self.input_ids, "position_ids": self.position_ids, "use_cache": False}
 
 
+def check_prompts(rollouts: Sequence[Rollout]) -> None:
+    """Refuse a rollout without prompt tokens: position t scores token t+1, so its
+    first completion token would go unscored (padded) or be scored from the previous
+    sequence of a packed row."""
+    for r in rollouts:
+        if not r.prompt_ids:
+            raise ValueError(
+                f"rollout {r.id} ({r.task_id}) has no prompt tokens; every sequence needs at "
+                "least one (e.g. the chat template's header) before its first trained token"
+            )
+
+
 def pack(rollouts: Sequence[Rollout], pad_id: int) -> TokenBatch:
+    check_prompts(rollouts)
     seqs = [r.prompt_ids + r.completion_ids for r in rollouts]
     width = max(len(s) for s in seqs)
     ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
@@ -86,6 +99,7 @@ def rows_batch(rows: Sequence[Sequence[Rollout]], pad_id: int) -> TokenBatch:
     (`TokenBatch.model_inputs`); the padding is one more sequence, with loss mask 0. A
     row's last token of one sequence "predicts" the next sequence's first token, a
     prompt token whose loss mask is always 0, so the loss is the padded batch's."""
+    check_prompts([r for row in rows for r in row])
     T = max(sum(len(r.prompt_ids) + len(r.completion_ids) for r in row) for row in rows)
     ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
     pos = torch.zeros((len(rows), T), dtype=torch.long)

@@ -7,7 +7,8 @@ DPO preference pairs, as JSONL or Parquet, turned into the rollouts the trainers
 SFT rows: `{"messages": [{"role": "system"|"user"|"assistant"|"tool", "content": ...},
 ...]}` with at least one assistant message. The loss covers every assistant message
 (its content and the end-of-turn token the chat template closes it with); system,
-user and tool messages are context (loss mask 0).
+user and tool messages, the header that opens an assistant turn and any text the
+template adds after the end-of-turn token are context (loss mask 0).
 
 DPO rows: `{"prompt": str | messages, "chosen": str | messages, "rejected": str |
 messages}` — TRL's standard and conversational layouts; a chosen/rejected list holds
@@ -30,6 +31,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from jinja2.exceptions import TemplateError
+
 from posttrain.domains.dataset import DatasetError, _read_jsonl, _read_parquet
 from posttrain.rollout.episode import encode, render
 from posttrain.train.dpo import PreferencePair
@@ -42,8 +45,9 @@ class DataFileError(ValueError):
     """A training data file is missing or malformed; the message names file, row and field."""
 
 
-def sft_examples(path: str | Path, tokenizer: Any) -> list[Rollout]:
-    """One rollout per row of a `messages` file, loss on the assistant messages."""
+def sft_examples(path: str | Path, tokenizer: Any, max_context: int | None = None) -> list[Rollout]:
+    """One rollout per row of a `messages` file, loss on the assistant messages; a row
+    longer than `max_context` tokens is an error."""
     out = []
     for where, record in _records(path):
         messages = _messages(where, record.get("messages"), "messages")
@@ -52,12 +56,15 @@ def sft_examples(path: str | Path, tokenizer: Any) -> list[Rollout]:
         first = next(i for i, m in enumerate(messages) if m.role == "assistant")
         if first == 0:
             raise DataFileError(f"{where}: the conversation starts with the assistant")
-        out.append(_rollout(where, tokenizer, messages[:first], messages[first:]))
+        out.append(_rollout(where, tokenizer, messages[:first], messages[first:], max_context))
     return out
 
 
-def preference_pairs(path: str | Path, tokenizer: Any) -> list[PreferencePair]:
-    """One pair per row of a prompt / chosen / rejected file."""
+def preference_pairs(
+    path: str | Path, tokenizer: Any, max_context: int | None = None
+) -> list[PreferencePair]:
+    """One pair per row of a prompt / chosen / rejected file (each side at most
+    `max_context` tokens)."""
     pairs = []
     for where, record in _records(path):
         prompt = _side(where, record, "prompt", "user")
@@ -68,8 +75,8 @@ def preference_pairs(path: str | Path, tokenizer: Any) -> list[PreferencePair]:
         for name, side in (("chosen", chosen), ("rejected", rejected)):
             if side[0].role != "assistant":
                 raise DataFileError(f"{where}: '{name}' must start with an assistant message")
-        pairs.append(PreferencePair(_rollout(where, tokenizer, prompt, chosen),
-                                    _rollout(where, tokenizer, prompt, rejected)))  # fmt: skip
+        pairs.append(PreferencePair(_rollout(where, tokenizer, prompt, chosen, max_context),
+                                    _rollout(where, tokenizer, prompt, rejected, max_context)))  # fmt: skip
     return pairs
 
 
@@ -114,29 +121,60 @@ def _messages(where: str, value: Any, key: str) -> list[Message]:
     return out
 
 
-def _rollout(where: str, tokenizer: Any, prompt: list[Message], rest: list[Message]) -> Rollout:
+def _rollout(
+    where: str,
+    tokenizer: Any,
+    prompt: list[Message],
+    rest: list[Message],
+    max_context: int | None = None,
+) -> Rollout:
     """Prompt tokens, then each message of `rest` as the text the template adds for it:
-    assistant messages trained on (mask 1), the others context (mask 0)."""
-    prompt_ids = encode(tokenizer, render(tokenizer, prompt, add_generation_prompt=True))
-    ids: list[int] = []
-    mask: list[int] = []
-    done = render(tokenizer, prompt, add_generation_prompt=True)
-    history = list(prompt)
-    for message in rest:
-        history.append(message)
-        # After an assistant turn the next text starts where that turn closed; after
-        # context, the template's generation prompt opens the next assistant turn.
-        following = message.role == "assistant"
-        text = render(tokenizer, history, add_generation_prompt=not following)
+    assistant messages trained on (mask 1) through their end-of-turn token, the rest
+    context (mask 0), as the episode loop lays out a sampled conversation."""
+    done = ""  # the conversation's text so far
+
+    def rendered(history: list[Message], generation_prompt: bool) -> str:
+        try:
+            return render(tokenizer, history, add_generation_prompt=generation_prompt)
+        except TemplateError as exc:  # e.g. roles that do not alternate
+            raise DataFileError(
+                f"{where}: the chat template refused this conversation: {exc}"
+            ) from None
+
+    def extend(text: str, trained: bool) -> None:
+        nonlocal done
         if not text.startswith(done):
             raise DataFileError(
                 f"{where}: the chat template is not prefix-stable here; cannot split the "
                 "conversation into trained and context tokens"
             )
         piece = encode(tokenizer, text[len(done) :])
-        ids += piece
-        mask += [1 if message.role == "assistant" else 0] * len(piece)
+        ids.extend(piece)
+        # Sampling stops at the end-of-turn token: what the template adds after it
+        # (ChatML's newline) is context, as `episode.env_token_ids` makes it.
+        cut = next((i + 1 for i, t in enumerate(piece) if t == eos), len(piece)) if trained else 0
+        mask.extend([1] * cut + [0] * (len(piece) - cut))
         done = text
+
+    eos = getattr(tokenizer, "eos_token_id", None)
+    done = rendered(prompt, True)
+    prompt_ids = encode(tokenizer, done)
+    ids: list[int] = []
+    mask: list[int] = []
+    history = list(prompt)
+    for message in rest:
+        if message.role == "assistant" and history[-1].role == "assistant":
+            extend(rendered(history, True), trained=False)  # the next turn's header: context
+        history.append(message)
+        # After an assistant turn the next text starts where that turn closed; after
+        # context, the template's generation prompt opens the next assistant turn.
+        following = message.role == "assistant"
+        extend(rendered(history, not following), trained=following)
+    if max_context is not None and len(prompt_ids) + len(ids) > max_context:
+        raise DataFileError(
+            f"{where}: {len(prompt_ids) + len(ids)} tokens, more than the model's context "
+            f"of {max_context}; shorten or drop this row"
+        )
     if not any(mask):
         raise DataFileError(f"{where}: no assistant tokens to train on")
     return Rollout(

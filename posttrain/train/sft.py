@@ -151,7 +151,7 @@ def train_sft(
         lr = cfg.lr * warm * (1.0 - 0.9 * progress) if constant_lr is None else constant_lr
         for group in optimizer.param_groups:
             group["lr"] = lr
-        if len(order) < cfg.batch_size:
+        while len(order) < cfg.batch_size:  # fewer examples than a batch: repeat them
             fresh = list(range(len(examples)))
             rng.shuffle(fresh)
             order += fresh
@@ -221,12 +221,13 @@ def _accumulate(
     """
     ordered = sorted(batch, key=lambda r: len(r.prompt_ids) + len(r.completion_ids))
     tokens = float(sum(sum(r.loss_mask) for r in batch)) or 1.0
-    ordered, _ = local_share(ordered)  # never empty: batch_size is a multiple of the world
+    # Never empty when the batch is a multiple of the world; else a stand-in of weight 0.
+    ordered, present = local_share(ordered)
     scale = float(world_size())
     parts = _micro_batches(ordered, pad_id, micro, pack_tokens)
     total = torch.zeros(())
     for k, (part, weight) in enumerate(parts):
-        nll = -(batch_logprobs(model, part) * part.loss_mask).sum() / tokens * weight
+        nll = -(batch_logprobs(model, part) * part.loss_mask).sum() / tokens * weight * present
         with gradient_sync(model, enabled=k == len(parts) - 1):
             (nll * scale).backward()
         total += nll.detach().float().cpu()

@@ -3,6 +3,7 @@ recipe that trains from both files."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -132,3 +133,64 @@ def test_a_missing_data_file_stops_the_run_before_it_starts(tmp_path: Path) -> N
     with pytest.raises(ConfigError, match="sft.data_file: '/nope.jsonl' does not exist"):
         run_recipe(config)
     assert not (tmp_path / "runs").exists()
+
+
+def chatml(tokenizer: Any, template: str | None = None) -> Any:
+    """The tiny tokenizer with a ChatML-style template: '<|end|>\\n' closes every turn."""
+    tok = copy.deepcopy(tokenizer)
+    tok.chat_template = template or (
+        "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    return tok
+
+
+def test_training_stops_at_the_end_of_turn_token_as_sampling_does(
+    tmp_path: Path, tokenizer: Any
+) -> None:
+    tok = chatml(tokenizer)
+    [ex] = sft_examples(_write_jsonl(tmp_path / "chat.jsonl", [{"messages": CHAT}]), tok)
+    trained = [t for t, m in zip(ex.completion_ids, ex.loss_mask, strict=True) if m]
+    assert tok.decode(trained, skip_special_tokens=False) == "4<|end|>6<|end|>"
+    # the newline after each end-of-turn is context, as the episode loop lays it out
+    assert ex.prompt_ids + ex.completion_ids == encode(
+        tok, render(tok, [Message(m["role"], m["content"]) for m in CHAT], False)
+    )
+
+
+def test_the_header_of_a_second_assistant_turn_in_a_row_is_context(
+    tmp_path: Path, tokenizer: Any
+) -> None:
+    chat = [*CHAT[:3], {"role": "assistant", "content": "and 8"}]
+    [ex] = sft_examples(_write_jsonl(tmp_path / "chat.jsonl", [{"messages": chat}]), tokenizer)
+    trained = [t for t, m in zip(ex.completion_ids, ex.loss_mask, strict=True) if m]
+    assert tokenizer.decode(trained, skip_special_tokens=False) == "4<|end|>and 8<|end|>"
+
+
+def test_a_conversation_the_chat_template_refuses_is_named_with_its_line(
+    tmp_path: Path, tokenizer: Any
+) -> None:
+    tok = chatml(
+        tokenizer,
+        "{% for m in messages %}{% if m['role'] == 'system' %}"
+        "{{ raise_exception('no system role') }}{% endif %}{{ m['content'] }}<|end|>"
+        "{% endfor %}",
+    )
+    rows = [{"messages": CHAT[1:3]}, {"messages": CHAT}]
+    with pytest.raises(
+        DataFileError, match=r"chat\.jsonl:2: the chat template refused .*no system role"
+    ):
+        sft_examples(_write_jsonl(tmp_path / "chat.jsonl", rows), tok)
+
+
+def test_a_row_longer_than_the_context_is_named(tmp_path: Path, tokenizer: Any) -> None:
+    rows = [{"messages": CHAT[1:3]}, {"messages": [CHAT[1], {"role": "assistant", "content": "9" * 300}]}]  # fmt: skip
+    path = _write_jsonl(tmp_path / "chat.jsonl", rows)
+    assert len(sft_examples(path, tokenizer)) == 2  # no limit given
+    with pytest.raises(
+        DataFileError, match=r"chat\.jsonl:2: \d+ tokens, more than the model's context of 256"
+    ):
+        sft_examples(path, tokenizer, max_context=256)
+    pairs = [{"prompt": "2+2?", "chosen": "4", "rejected": "5" * 300}]
+    with pytest.raises(DataFileError, match=r"prefs\.jsonl:1: .*context of 256"):
+        preference_pairs(_write_jsonl(tmp_path / "prefs.jsonl", pairs), tokenizer, max_context=256)

@@ -158,3 +158,56 @@ def test_pack_rows_fills_rows_and_restarts_positions(
     real = packed.input_ids != tokenizer.pad_token_id
     assert int(real.sum()) == sum(lengths)  # no sequence lost or cut
     assert int((packed.position_ids == 0).sum()) >= len(rows)  # one restart per sequence
+
+
+def test_a_sequence_without_prompt_tokens_is_refused_by_name(
+    tokenizer: Any, demonstrations: tuple[list[Rollout], list[Rollout]]
+) -> None:
+    import dataclasses
+
+    from posttrain.train.batches import pack, pack_rows
+
+    good = demonstrations[0][0]
+    bare = dataclasses.replace(good, id="bare", prompt_ids=[])
+    for build in (lambda rs: pack(rs, 0), lambda rs: pack_rows(rs, 0, 512)):
+        with pytest.raises(ValueError, match="rollout bare .* has no prompt tokens"):
+            build([good, bare])
+
+
+def test_fewer_examples_than_a_batch_fill_every_step_to_batch_size(
+    tiny_model: Any, tokenizer: Any, demonstrations: tuple[list[Rollout], list[Rollout]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    import posttrain.train.sft as sft
+
+    sizes: list[int] = []
+    real = sft._accumulate
+    monkeypatch.setattr(
+        sft, "_accumulate", lambda model, batch, *a, **k: sizes.append(len(batch)) or real(model, batch, *a, **k)
+    )  # fmt: skip
+    cfg = SFTConfig(batch_size=8, max_steps=2, micro_batches=1, eval_every=1)
+    train_sft(tiny_model, demonstrations[0][:3], [], cfg, tokenizer.pad_token_id)
+    assert sizes == [8, 8]  # the 3 examples repeated, so every rank's share is equal
+
+
+def test_a_rank_without_a_sequence_adds_nothing_to_the_loss(
+    tokenizer: Any, demonstrations: tuple[list[Rollout], list[Rollout]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    import posttrain.train.distributed as distributed
+    import posttrain.train.sft as sft
+    from posttrain.models.loading import load_policy
+
+    model = load_policy("tiny", seed=0).model
+    one = demonstrations[0][:1]
+    alone = float(sft._accumulate(model, one, tokenizer.pad_token_id, 1))
+    monkeypatch.setattr(sft, "world_size", lambda: 2)
+    monkeypatch.setattr(distributed, "world_size", lambda: 2)
+    parts = []
+    for r in (0, 1):  # rank 1 gets rank 0's sequence as a stand-in of weight 0
+        monkeypatch.setattr(distributed, "rank", lambda r=r: r)
+        model.zero_grad(set_to_none=True)
+        parts.append(float(sft._accumulate(model, one, tokenizer.pad_token_id, 1)))
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        assert r == 0 or all(float(g.abs().sum()) == 0.0 for g in grads)
+    assert parts[1] == 0.0 and sum(parts) == pytest.approx(alone, rel=1e-6)
