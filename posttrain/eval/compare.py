@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from posttrain.eval.results import FINAL_ORDER, ResultsFileError, cell_key, load_results
+from posttrain.eval.results import (
+    FINAL_ORDER,
+    UNREGISTERED,
+    ResultsFileError,
+    cell_key,
+    load_results,
+)
 from posttrain.eval.stats import mcnemar_exact, paired_difference_interval
 
 
@@ -103,13 +109,18 @@ def compare_results(a: dict[str, Any], b: dict[str, Any], alpha: float = 0.05) -
             "the same domains, seeds and difficulties"
         )
     cells = {**_cells(a), **_cells(b)}
-    groups: dict[tuple[str, str], list[str]] = {("all", "all"): shared}
+    by_domain: dict[str, list[str]] = {}
+    by_cell: dict[str, list[str]] = {}
     for i in shared:
         domain = ta[i]["domain"]
-        groups.setdefault(("domain", domain), []).append(i)
-        groups.setdefault(("cell", cells.get(domain, "unregistered")), []).append(i)
+        by_domain.setdefault(domain, []).append(i)
+        # A domain neither file gives a cell for pools with the unregistered ones.
+        by_cell.setdefault(cells.get(domain, cell_key(UNREGISTERED)), []).append(i)
+    groups = [("all", "all", shared)]
+    groups += [("domain", name, ids) for name, ids in by_domain.items()]
+    groups += [("cell", name, ids) for name, ids in by_cell.items()]
     rows = []
-    for (scope, name), ids in groups.items():
+    for scope, name, ids in groups:
         pa = [bool(ta[i]["passed"]) for i in ids]
         pb = [bool(tb[i]["passed"]) for i in ids]
         both = sum(x and y for x, y in zip(pa, pb, strict=True))

@@ -5,6 +5,8 @@ reported apart; and paired comparison of two checkpoints on the same tasks.
 A task counts as completed when its verdict passed. `format` is the share of final
 answers in the domain's strict format; `correct` the share whose answer a lenient
 extractor finds right, whatever the format (both come from verdict components).
+Not every verifier reports those components (num/divmod-v1 reports quotient and
+remainder): a domain where no verdict has one gets None for it, not 0%.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from posttrain.types import Rollout, Task
 class DomainScore:
     domain: str
     completed: Rate
-    format: Rate
-    correct: Rate
+    format: Rate | None  # None: the domain's verifier does not report "format"
+    correct: Rate | None  # None: the domain's verifier does not report "correct"
 
 
 @dataclass
@@ -77,8 +79,8 @@ def evaluate(
         name: DomainScore(
             name,
             rate(sum(r.verdict.passed for r in rs), len(rs)),
-            rate(sum(r.verdict.components.get("format", 0.0) >= 1.0 for r in rs), len(rs)),
-            rate(sum(r.verdict.components.get("correct", 0.0) >= 1.0 for r in rs), len(rs)),
+            _component_rate(rs, "format"),
+            _component_rate(rs, "correct"),
         )
         for name, rs in by_domain.items()
     }
@@ -90,6 +92,15 @@ def evaluate(
         seconds=time.perf_counter() - start,
         rollouts=rollouts,
     )
+
+
+def _component_rate(rollouts: Sequence[Rollout], key: str) -> Rate | None:
+    """The share of `rollouts` whose verdict component `key` is full (>= 1.0); None when
+    no verdict reports `key` at all. Once the domain reports it, a rollout without it
+    (an episode that crashed before its verifier ran) counts as not satisfying it."""
+    if not any(key in r.verdict.components for r in rollouts):
+        return None
+    return rate(sum(r.verdict.components.get(key, 0.0) >= 1.0 for r in rollouts), len(rollouts))
 
 
 def compare(a: EvalResult, b: EvalResult) -> PairedComparison:

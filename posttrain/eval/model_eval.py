@@ -169,6 +169,9 @@ def run_eval(spec: EvalSpec) -> dict[str, Any]:
         raise EvalSpecError(f"--n must be >= 1, got {spec.n}")
     if spec.k is not None and spec.k < 1:
         raise EvalSpecError(f"--k must be >= 1, got {spec.k}")
+    if spec.seed < 0:  # offset + seed * 10**6 would fall below the held-out offset, where
+        # the training streams (sft, dpo, grpo) draw their tasks: not held out at all
+        raise EvalSpecError(f"--seed must be >= 0, got {spec.seed}")
     spec, seed_offset = run_defaults(spec)
     n = spec.n or 20
     domains = select_domains(spec.domains or ["arith/addition-v1", "text/reverse-v1",

@@ -14,7 +14,8 @@ Layout (`FORMAT` names the version):
     mean         the unweighted mean of the per-domain completion rates
     mean_tokens  sampled tokens per task (assistant tokens, all turns)
     per_domain   id -> {"cell": [modality, tools, rounds, verification], "completed",
-                 "format", "correct" (rates), "mean_tokens", "pass_at_k" (or null)}
+                 "format", "correct" (rates; each absent when the domain's verifier
+                 does not report it), "mean_tokens", "pass_at_k" (or null)}
     per_cell     "modality/tools/rounds/verification" -> {"domains", "completed", "pass_at_k"}
     pass_at_k    {"k", "samples", "temperature", "overall"} or null
     tasks        one row per task, in evaluation order: {"id", "domain", "difficulty",
@@ -45,6 +46,10 @@ UNREGISTERED = ("unregistered", "unregistered", "unregistered", "unregistered")
 # A run's evaluations, its final one first: the pipeline's last stage, the control arm last.
 FINAL_ORDER = ("grpo", "dpo", "sft", "untrained", "control")
 _TASK_KEYS: dict[str, type] = {"id": str, "domain": str, "passed": bool}
+_NUMBER = (int, float)
+_RATE_KEYS: dict[str, type | tuple[type, ...]] = {
+    "successes": int, "n": int, "rate": _NUMBER, "low": _NUMBER, "high": _NUMBER
+}  # fmt: skip
 
 
 class ResultsFileError(ValueError):
@@ -130,8 +135,9 @@ def summarize(
             "pass_at_k": _pass_at_k(rows, k),
         }
         score = (per_domain_scores or {}).get(name)
-        if score is not None:
+        if score is not None and score.format is not None:
             entry["format"] = rate_dict(score.format)
+        if score is not None and score.correct is not None:
             entry["correct"] = rate_dict(score.correct)
         per_domain[name] = entry
         per_cell.setdefault(cell_key(cell), {"domains": [], "rows": []})
@@ -204,7 +210,36 @@ def load_results(path: str | Path) -> dict[str, Any]:
                 raise ResultsFileError(
                     f"results file {path}: tasks[{i}].{key} is missing or not a {kind.__name__}"
                 )
+    for name, entry in doc["per_domain"].items():
+        problem = _domain_entry_problem(f"per_domain[{name!r}]", entry)
+        if problem:
+            raise ResultsFileError(f"results file {path}: {problem}")
     return dict(doc)
+
+
+def _domain_entry_problem(where: str, entry: Any) -> str | None:
+    """What is wrong with one `per_domain` entry, naming its key path; None if nothing."""
+    if not isinstance(entry, dict):
+        return f"{where} is not a dict"
+    cell = entry.get("cell")
+    if "cell" in entry and not (isinstance(cell, list) and all(isinstance(c, str) for c in cell)):
+        return f"{where}.cell is not a list of strings, got {cell!r}"
+    problem = _rate_problem(f"{where}.completed", entry.get("completed"))
+    for key in ("format", "correct"):  # absent when the verifier does not report them
+        if problem is None and key in entry:
+            problem = _rate_problem(f"{where}.{key}", entry[key])
+    return problem
+
+
+def _rate_problem(where: str, value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return f"{where} is missing or not a rate (a dict of {', '.join(_RATE_KEYS)})"
+    for key, kinds in _RATE_KEYS.items():
+        # bool is an int to isinstance, but never a count or a rate.
+        if isinstance(value.get(key), bool) or not isinstance(value.get(key), kinds):
+            kind = "an integer" if kinds is int else "a number"
+            return f"{where}.{key} is missing or not {kind}"
+    return None
 
 
 def eval_result_from_document(doc: dict[str, Any]) -> Any:
@@ -217,15 +252,18 @@ def eval_result_from_document(doc: dict[str, Any]) -> Any:
         return Rate(int(r["successes"]), int(r["n"]), float(r["rate"]), float(r["low"]),
                     float(r["high"]))  # fmt: skip
 
-    per_domain = {}
-    for name, entry in doc["per_domain"].items():
-        completed = as_rate(entry["completed"])
-        per_domain[name] = DomainScore(
+    def maybe_rate(r: dict[str, Any] | None) -> Rate | None:
+        return None if r is None else as_rate(r)
+
+    per_domain = {
+        name: DomainScore(
             name,
-            completed,
-            as_rate(entry["format"]) if "format" in entry else completed,
-            as_rate(entry["correct"]) if "correct" in entry else completed,
+            as_rate(entry["completed"]),
+            maybe_rate(entry.get("format")),
+            maybe_rate(entry.get("correct")),
         )
+        for name, entry in doc["per_domain"].items()
+    }
     return EvalResult(
         label=doc["label"],
         overall=as_rate(doc["overall"]),

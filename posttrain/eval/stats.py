@@ -164,7 +164,7 @@ def paired_compare(a: Sequence[bool], b: Sequence[bool]) -> PairedComparison:
         raise ValueError(
             f"paired_compare needs outcomes for the same tasks: len(a)={len(a)}, len(b)={len(b)}"
         )
-    if not a:
+    if len(a) == 0:  # not `if not a`: a numpy array has no truth value
         raise ValueError("paired_compare needs at least one task, got empty outcome lists")
     n = len(a)
     only_a = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
@@ -226,11 +226,11 @@ def pass_at_k(samples: int, passed: int, k: int) -> float:
     >>> pass_at_k(4, 1, 5)
     Traceback (most recent call last):
     ...
-    ValueError: pass@k needs k <= samples, got k=5, samples=4
+    ValueError: k must be in [1, samples=4], got 5
     """
-    samples, passed = _check_counts(passed, samples)[::-1]
-    if not 1 <= k <= samples:
-        raise ValueError(f"pass@k needs k <= samples, got k={k}, samples={samples}")
+    samples = _as_count("samples", samples)
+    passed = _check_range("passed", passed, 0, samples, "samples")
+    k = _check_range("k", k, 1, samples, "samples")
     if samples - passed < k:
         return 1.0
     miss = 1.0
@@ -252,10 +252,16 @@ def _as_count(name: str, value: int) -> int:
 
 def _check_counts(successes: int, n: int) -> tuple[int, int]:
     n = _as_count("n", n)
+    return _check_range("successes", successes, 0, n, "n"), n
+
+
+def _check_range(name: str, value: int, low: int, high: int, high_name: str) -> int:
+    """`value` as a plain int in [low, high], or ValueError naming it and the bound,
+    e.g. "k must be in [1, samples=5], got 0"."""
     try:
-        k = operator.index(successes)
-    except TypeError:
-        k = -1
-    if not 0 <= k <= n:
-        raise ValueError(f"successes must be in [0, n={n}], got {successes!r}")
-    return k, n
+        count = operator.index(value)
+    except TypeError:  # not an integer (2.5, "3"): refused with the same message
+        count = low - 1
+    if not low <= count <= high:
+        raise ValueError(f"{name} must be in [{low}, {high_name}={high}], got {value!r}")
+    return count

@@ -207,7 +207,8 @@ class Pipeline:
     def sft_data(self) -> tuple[list[Rollout], list[Rollout]]:
         c = self.cfg.sft
         if c.data_file is not None:  # the user's conversations instead of domain references
-            return split_off(sft_examples(c.data_file, self.tok), c.val_examples, self.cfg.seed)
+            examples = sft_examples(c.data_file, self.tok, self.max_context)
+            return split_off(examples, c.val_examples, self.cfg.seed)
         difficulties = range(1, c.max_difficulty + 1)
         weights = [c.domain_weights.get(d.id, 1.0) for d in self.domains]
         train = TaskSampler(
@@ -288,7 +289,8 @@ class Pipeline:
             )
 
         if c.data_file is not None:  # the user's pairs instead of mined ones
-            pairs, val_pairs = split_off(preference_pairs(c.data_file, self.tok), c.val_tasks, seed)
+            from_file = preference_pairs(c.data_file, self.tok, self.max_context)
+            pairs, val_pairs = split_off(from_file, c.val_tasks, seed)
         else:
             pairs, val_pairs = mine("dpo", c.num_tasks), mine("dpo-val", c.val_tasks)
         self.report.stage("dpo", max(1, -(-len(pairs) // c.batch_size) * c.epochs))
@@ -458,8 +460,10 @@ class Pipeline:
         values = {"completion": res.overall.rate, "mean": res.mean}
         for name, score in res.per_domain.items():
             values[f"{name}/completion"] = score.completed.rate
-            values[f"{name}/format"] = score.format.rate
-            values[f"{name}/correct"] = score.correct.rate
+            if score.format is not None:  # None: the domain's verifier does not report it
+                values[f"{name}/format"] = score.format.rate
+            if score.correct is not None:
+                values[f"{name}/correct"] = score.correct.rate
         self.metrics.log(f"eval/{label}", 0, values)
         self.result.evals[label] = res
         self.report.evaluated(res)

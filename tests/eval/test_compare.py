@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from posttrain.eval.compare import compare_results, load_side
-from posttrain.eval.results import FORMAT, ResultsFileError, save_results, summarize
+from posttrain.eval.results import (
+    FORMAT,
+    UNREGISTERED,
+    ResultsFileError,
+    cell_key,
+    save_results,
+    summarize,
+)
 from posttrain.eval.stats import mcnemar_exact
 
 
@@ -66,3 +73,31 @@ def test_a_missing_side_is_named(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(ResultsFileError, match="has no evaluations"):
         load_side(str(tmp_path / "empty"))
+
+
+def _mixed_doc(label: str) -> dict:
+    # Domains interleaved in task order, across two cells; zz/* are not registered.
+    domains = ["arith/addition-v1", "zz/one-v1", "text/reverse-v1", "zz/two-v1"] * 3
+    rows = [{"id": f"t{i}", "domain": d, "difficulty": 1, "passed": i % 2 == 0, "reward": 0.0,
+             "tokens": 3, "error": None, "samples": 0, "samples_passed": 0}
+            for i, d in enumerate(domains)]  # fmt: skip
+    doc = {"format": FORMAT, "label": label, "model": "m", "created": "t", "seconds": 0.0,
+           "settings": {}, **summarize(rows)}  # fmt: skip
+    del doc["per_domain"]["zz/two-v1"]["cell"]  # a file that does not know this one's cell
+    return doc
+
+
+def test_rows_come_all_first_then_every_domain_then_every_cell() -> None:
+    cmp = compare_results(_mixed_doc("a"), _mixed_doc("b"))
+    unregistered = cell_key(UNREGISTERED)
+    assert [(r.scope, r.name) for r in cmp.rows] == [
+        ("all", "all"),
+        ("domain", "arith/addition-v1"),
+        ("domain", "zz/one-v1"),
+        ("domain", "text/reverse-v1"),
+        ("domain", "zz/two-v1"),
+        ("cell", "text/none/single/exact"),
+        ("cell", unregistered),
+    ]
+    # A domain without a cell in either file pools with the unregistered domains.
+    assert cmp.rows[-1].n == 6

@@ -53,6 +53,12 @@ def test_the_seed_picks_a_disjoint_task_set() -> None:
     assert not {t["id"] for t in a["tasks"]} & {t["id"] for t in b["tasks"]}
 
 
+def test_a_negative_seed_is_refused_before_it_reaches_the_training_streams() -> None:
+    # seed -1000 would put the held-out offset at 0, the first seed of the SFT stream.
+    with pytest.raises(EvalSpecError, match="--seed must be >= 0, got -1000"):
+        run_eval(EvalSpec("tiny", ["arith/addition-v1"], n=3, seed=-1000))
+
+
 def test_the_command_writes_results_and_a_report_then_compare_reads_them(tmp_path: Path) -> None:
     for name in ("a", "b"):
         res = runner.invoke(app, ["eval", "tiny", "--domains", "arith,text/reverse-v1",
@@ -75,6 +81,7 @@ def test_the_command_writes_results_and_a_report_then_compare_reads_them(tmp_pat
         (["eval", "tiny", "--domains", "nosuch"], "not a domain id"),
         (["eval", "no-such-model"], "no-such-model"),
         (["eval", "tiny", "--difficulties", "1,x"], "--difficulties"),
+        (["eval", "tiny", "--seed", "-1"], "--seed must be >= 0, got -1"),
         (["eval", "openai:ftp://x"], "needs an http(s) URL"),
         (["compare", "nope-a", "nope-b"], "neither a results file nor a run directory"),
         (["report", "no-such-run"], "no-such-run"),

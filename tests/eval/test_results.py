@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from posttrain.domains import get_domain
+from posttrain.engines import ReplayEngine
+from posttrain.eval.evaluate import evaluate
 from posttrain.eval.results import (
     FORMAT,
     ResultsFileError,
+    eval_result_from_document,
     load_results,
+    results_document,
     save_results,
     summarize,
 )
 from posttrain.eval.stats import pass_at_k, wilson_interval
+from posttrain.train.mixture import heldout_tasks
 
 
 def _rows() -> list[dict]:
@@ -112,3 +119,56 @@ def test_a_malformed_results_file_names_the_problem(
     with pytest.raises(ResultsFileError, match="results file") as info:
         load_results(path)
     assert needle in str(info.value)
+
+
+def test_format_and_correct_a_verifier_does_not_report_stay_none_through_the_file(
+    tmp_path: Path, tokenizer: Any
+) -> None:
+    # polygon-area's verifier reports only "correct"; addition reports both.
+    tasks = heldout_tasks([get_domain("geo/polygon-area-v1"), get_domain("arith/addition-v1")],
+                          2, seed_offset=10**9)  # fmt: skip
+    engine = ReplayEngine(tokenizer)
+    for task in tasks:
+        engine.add(task.id, get_domain(task.domain).reference(task))
+    res = evaluate("ref", tasks, engine, tokenizer, get_domain, 200)
+    path = save_results(tmp_path / "results.json", results_document(res, "m"))
+    back = eval_result_from_document(load_results(path))
+    assert back.per_domain["geo/polygon-area-v1"].format is None
+    assert back.per_domain == res.per_domain
+
+
+_DELETE = object()
+_NO_HIGH = {"successes": 7, "n": 10, "rate": 0.7, "low": 0.4}
+
+
+@pytest.mark.parametrize(
+    ("keys", "value", "needle"),
+    [
+        ((), ["completed"], " is not a dict"),
+        (("completed",), _DELETE, ".completed is missing or not a rate"),
+        (("completed", "n"), _DELETE, ".completed.n is missing"),
+        (("completed", "rate"), "0.7", ".completed.rate is missing"),
+        (("completed", "successes"), True, ".completed.successes"),
+        (("cell",), None, ".cell is not a list of strings"),
+        (("cell",), [1, 2], ".cell is not a list of strings"),
+        (("format",), None, ".format is missing or not a rate"),
+        (("correct",), _NO_HIGH, ".correct.high is missing"),
+    ],
+)  # fmt: skip
+def test_a_malformed_per_domain_entry_names_its_key_path(
+    tmp_path: Path, keys: tuple[str, ...], value: Any, needle: str
+) -> None:
+    doc = _doc(_rows())
+    target, path = doc["per_domain"], ("arith/addition-v1", *keys)
+    for key in path[:-1]:
+        target = target[key]
+    if value is _DELETE:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    file = tmp_path / "results.json"
+    file.write_text(json.dumps(doc))
+    with pytest.raises(ResultsFileError, match="results file") as info:
+        load_results(file)
+    assert f"per_domain['arith/addition-v1']{needle}" in str(info.value)
+    assert str(file) in str(info.value)

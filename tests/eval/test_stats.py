@@ -14,6 +14,7 @@ from posttrain.eval.stats import (
     Rate,
     mcnemar_exact,
     paired_compare,
+    pass_at_k,
     rate,
     wilson_interval,
 )
@@ -141,6 +142,32 @@ def test_paired_compare_rejects_different_lengths() -> None:
 def test_paired_compare_rejects_empty_outcomes() -> None:
     with pytest.raises(ValueError, match="at least one task"):
         paired_compare([], [])
+
+
+def test_paired_compare_accepts_numpy_arrays() -> None:
+    cmp = paired_compare(np.array([True, False, True]), np.array([True, True, True]))
+    assert (cmp.n, cmp.only_a, cmp.only_b) == (3, 0, 1)
+
+
+def test_paired_compare_rejects_empty_numpy_arrays() -> None:
+    with pytest.raises(ValueError, match="at least one task"):
+        paired_compare(np.array([], dtype=bool), np.array([], dtype=bool))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((5, 6, 2), r"passed must be in \[0, samples=5\], got 6"),
+        ((5, -1, 2), r"passed must be in \[0, samples=5\], got -1"),
+        ((5, 2, 0), r"k must be in \[1, samples=5\], got 0"),
+        ((5, 2, 6), r"k must be in \[1, samples=5\], got 6"),
+        ((5, 2, 2.5), r"k must be in \[1, samples=5\], got 2.5"),
+        ((-1, 0, 1), r"samples must be a non-negative integer, got -1"),
+    ],
+)
+def test_pass_at_k_names_the_bad_argument(args: tuple, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        pass_at_k(*args)
 
 
 def test_stats_doctests_pass() -> None:
