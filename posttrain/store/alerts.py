@@ -23,7 +23,9 @@ after the condition has cleared, so a collapsed run warns once, not every step.
 The jump rules wait for `window` steps of history.
 
 Not guaranteed: thresholds are heuristics, not proofs — a legitimately fast learner
-can trip `reward_jump`; a metric a trainer does not log is never checked.
+can trip `reward_jump`; a metric a trainer does not log is never checked. Lines are
+flushed, not fsynced; a `kill -9` mid-write can tear the last line, which `read_alerts`
+skips and the next alert written cuts off.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from posttrain.store.metrics import _open_for_append
 
 
 @dataclass(frozen=True)
@@ -145,20 +149,29 @@ class AlertMonitor:
 
     def _write(self, alert: Alert) -> None:
         line = json.dumps(asdict(alert), allow_nan=False)
-        with self.path.open("a", encoding="utf-8") as f:
+        # A `kill -9` mid-write can leave a torn last line; appending onto it would
+        # fuse this alert with the fragment into one unreadable line.
+        with _open_for_append(self.path) as f:
             f.write(line + "\n")
         if self.warn is not None:
             self.warn(alert.message)
 
 
 def read_alerts(path: Path) -> list[dict[str, Any]]:
-    """The alerts of a run, oldest first (a torn last line is skipped)."""
-    if not Path(path).exists():
+    """The alerts of a run, oldest first. A torn last line (a crash mid-write) is
+    skipped; a malformed line anywhere else raises ValueError naming the file and line."""
+    path = Path(path)
+    if not path.exists():
         return []
-    rows = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rows: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
         try:
             rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
+        except json.JSONDecodeError as e:
+            if number == len(lines):
+                break
+            raise ValueError(f"{path}:{number}: not a JSON line: {e}") from e
     return rows

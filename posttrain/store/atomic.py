@@ -8,18 +8,21 @@
 
 Files are written to a temporary sibling, flushed and fsynced, then moved into
 place with `os.replace`, which is atomic on POSIX file systems. Directories are
-filled under a hidden sibling `.{name}.tmp-{pid}`; on a clean exit every file in
-it is fsynced, a `COMPLETE` marker is written last, and the directory is renamed
-into place. A directory that lacks the marker is a leftover of a crash and must
-not be trusted: readers check `is_complete`.
+filled under a hidden sibling `.{name}.tmp-XXXXXXXX` of their own (one per writer,
+so two writers of one path never share it); on a clean exit every file in it is
+fsynced, a `COMPLETE` marker is written last, and the directory is renamed into
+place (`publish_directory`, also for a directory filled by several processes).
+A directory that lacks the marker is a leftover of a crash and must not be
+trusted: readers check `is_complete`.
 
 Not guaranteed: atomicity holds only within one local POSIX file system (not
 across mounts, and not on some network file systems). Replacing an existing
 directory takes two renames; a crash between them leaves *no* directory at the
 final path (the old one survives aside as `.{name}.old-{pid}`), never a partial
-one. Two writers (processes or threads) filling the same final path at once
-race: the last rename wins. Leftover temporary siblings of crashed processes are
-not swept here.
+one. Two writers filling the same final path at once each publish a whole
+directory and the last rename wins; threads of one process take turns at it,
+separate processes may see one of them fail. Leftover temporary siblings of
+crashed processes are not swept here.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,15 +44,23 @@ def _read_umask() -> int:
     return mask
 
 
-# mkstemp creates files 0600; atomic files get the mode a plain open() would give.
-# Read once at import: os.umask can only be read by setting it.
-_FILE_MODE = 0o666 & ~_read_umask()
+# mkstemp and mkdtemp create 0600 files and 0700 directories; atomic ones get the mode
+# a plain open() or mkdir() would give. Read once at import: os.umask can only be
+# read by setting it.
+_UMASK = _read_umask()
+_FILE_MODE = 0o666 & ~_UMASK
+_DIR_MODE = 0o777 & ~_UMASK
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write `data` to `path` so that readers see the old content or the new, never a mix."""
     path = Path(path)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        # mkstemp names its random temporary file; the caller knows only `path`.
+        # OSError(errno, ...) gives back the same subclass (FileNotFoundError, ...).
+        raise OSError(e.errno, e.strerror, str(path)) from e
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), _FILE_MODE)
@@ -78,21 +90,33 @@ def atomic_directory(final_path: str | Path) -> Iterator[Path]:
     """
     final = Path(final_path)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.parent / f".{final.name}.tmp-{os.getpid()}"
-    _remove(tmp)  # leftover of an earlier crash of a process with our pid
-    tmp.mkdir()
+    # A fresh name per call, not one made from the pid: two threads writing one path
+    # must not fill (and publish) the same directory.
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.tmp-"))
     try:
+        os.chmod(tmp, _DIR_MODE)
         yield tmp
-        _fsync_tree(tmp)
-        marker = tmp / COMPLETE_MARKER
-        with open(marker, "wb") as f:
-            f.flush()
-            os.fsync(f.fileno())
-        _fsync_dir(tmp)
-        _move_into_place(tmp, final)
+        publish_directory(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def publish_directory(tmp: str | Path, final_path: str | Path) -> None:
+    """Mark the filled directory `tmp` complete and rename it to `final_path`.
+
+    What `atomic_directory` does on a clean exit, for a directory it cannot wrap
+    (one that several processes fill): every file under `tmp` is fsynced, the
+    `COMPLETE` marker is written and fsynced last, and an existing `final_path` is
+    set aside, replaced, then deleted. If the move fails, the previous `final_path`
+    is put back and `tmp` is left for the caller to remove.
+    """
+    tmp, final = Path(tmp), Path(final_path)
+    _fsync_tree(tmp)
+    with open(tmp / COMPLETE_MARKER, "wb") as f:
+        os.fsync(f.fileno())
+    _fsync_dir(tmp)
+    _move_into_place(tmp, final)
 
 
 def is_complete(path: str | Path) -> bool:
@@ -101,8 +125,18 @@ def is_complete(path: str | Path) -> bool:
     return path.is_dir() and (path / COMPLETE_MARKER).is_file()
 
 
+# Threads publishing one path take turns: interleaved, one could find `final` set
+# aside by the other, or share its `.old-{pid}` name.
+_MOVE_LOCK = threading.Lock()
+
+
 def _move_into_place(tmp: Path, final: Path) -> None:
     """Rename `tmp` to `final`, setting an existing `final` aside first and deleting it after."""
+    with _MOVE_LOCK:
+        _move_into_place_unlocked(tmp, final)
+
+
+def _move_into_place_unlocked(tmp: Path, final: Path) -> None:
     if not final.exists() and not final.is_symlink():
         os.replace(tmp, final)
         _fsync_dir(final.parent)

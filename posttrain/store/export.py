@@ -174,12 +174,16 @@ def rl_rows(rollouts: Iterable[Rollout]) -> list[Row]:
 def write_rows(rows: list[Row], path: str | Path) -> Path:
     """Write `rows` to `path` (`.jsonl` or `.parquet`, by suffix), atomically; the path.
 
-    ExportError on another suffix or when there are no rows."""
+    ExportError on another suffix, when there are no rows or when the directory to
+    write into is missing (it is not created: a mistyped path should not make one)."""
     path = Path(path)
     if path.suffix not in SUFFIXES:
         raise ExportError(f"output file must end in .jsonl or .parquet, got {str(path)!r}")
     if not rows:
         raise ExportError(f"nothing to write to {path}: no rollout gave a row")
+    if not path.parent.is_dir():
+        what = "is not a directory" if path.parent.exists() else "does not exist"
+        raise ExportError(f"cannot write {str(path)!r}: its directory {str(path.parent)!r} {what}")
     if path.suffix == ".jsonl":
         atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     else:

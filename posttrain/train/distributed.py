@@ -64,7 +64,7 @@ from posttrain.ranks import (
     rank,
     world_size,
 )
-from posttrain.store.atomic import COMPLETE_MARKER, atomic_directory
+from posttrain.store.atomic import COMPLETE_MARKER, atomic_directory, publish_directory
 
 T = TypeVar("T")
 Strategy = Literal["none", "ddp", "fsdp"]
@@ -308,9 +308,12 @@ def save_sharded(
     """Model and optimizer state through torch.distributed.checkpoint (each rank writes
     its own shard file), plus `state` as JSON from rank 0; loadable at any world size.
 
-    Written under a temporary sibling and renamed by rank 0 once every rank is done,
-    with a `COMPLETE` marker, so a crash mid-save leaves nothing that looks finished."""
+    Written under a temporary sibling that rank 0 fsyncs, marks `COMPLETE` and moves
+    into place once every rank is done (`store.atomic.publish_directory`): a crash
+    mid-save leaves nothing that looks finished, and the previous checkpoint at `path`
+    is replaced only by a complete one."""
     path = Path(path)
+    # One name every rank can compute without talking: ranks are separate processes.
     tmp = path.parent / f".{path.name}.tmp"
     if is_main():
         shutil.rmtree(tmp, ignore_errors=True)
@@ -326,9 +329,7 @@ def save_sharded(
     barrier()
     if is_main():
         (tmp / STATE_FILE).write_text(json.dumps(state, indent=2, sort_keys=True))
-        (tmp / COMPLETE_MARKER).write_text("")
-        shutil.rmtree(path, ignore_errors=True)
-        os.replace(tmp, path)
+        publish_directory(tmp, path)
     barrier()
     return path
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,36 @@ def test_alert_lines_are_strict_json(tmp_path: Path) -> None:
     line = (tmp_path / "alerts.jsonl").read_text().splitlines()[0]
     assert set(json.loads(line)) == {"time", "stage", "step", "kind", "metric", "value",
                                      "threshold", "message"}  # fmt: skip
+
+
+def _tear_last_line(path: Path) -> None:
+    """Leave `path` as a `kill -9` halfway through writing its last line would."""
+    text = path.read_text()
+    last = text.splitlines(keepends=True)[-1]
+    path.write_text(text + last[: len(last) // 2])
+
+
+def test_an_alert_after_a_torn_last_line_is_kept_whole(tmp_path: Path) -> None:
+    path = tmp_path / "alerts.jsonl"
+    _monitor(tmp_path, []).observe("grpo", 1, {"entropy": 0.001})
+    _tear_last_line(path)
+    _monitor(tmp_path, []).observe("grpo", 7, {"entropy": 0.001})  # the resumed run
+    assert [r["step"] for r in read_alerts(path)] == [1, 7]
+    assert len(path.read_text().splitlines()) == 2
+
+
+def test_read_alerts_skips_a_torn_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "alerts.jsonl"
+    _monitor(tmp_path, []).observe("grpo", 1, {"entropy": 0.001})
+    _tear_last_line(path)
+    assert [r["step"] for r in read_alerts(path)] == [1]
+
+
+def test_read_alerts_names_a_bad_line_before_the_last(tmp_path: Path) -> None:
+    path = tmp_path / "alerts.jsonl"
+    monitor = _monitor(tmp_path, [])
+    monitor.observe("grpo", 1, {"entropy": 0.001})
+    path.write_text(path.read_text() + "not json\n")
+    monitor.observe("sft", 2, {"entropy": 0.001})
+    with pytest.raises(ValueError, match=re.escape(f"{path}:2: not a JSON line")):
+        read_alerts(path)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from posttrain.store.atomic import (
     atomic_write_bytes,
     atomic_write_text,
     is_complete,
+    publish_directory,
 )
 
 
@@ -62,10 +65,19 @@ def test_failed_atomic_write_keeps_old_content(
     assert [p.name for p in tmp_path.iterdir()] == ["a.txt"]
 
 
+def test_atomic_write_into_a_missing_directory_names_the_destination(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "a.txt"
+    with pytest.raises(FileNotFoundError) as info:
+        atomic_write_text(target, "x")
+    assert info.value.filename == str(target)
+    assert info.value.errno == errno.ENOENT
+    assert str(target) in str(info.value)
+
+
 def test_atomic_directory_moves_filled_directory_into_place(tmp_path: Path) -> None:
     final = tmp_path / "ckpt"
     with atomic_directory(final) as tmp:
-        assert tmp.name == f".ckpt.tmp-{os.getpid()}"
+        assert tmp.name.startswith(".ckpt.tmp-") and tmp.parent == tmp_path
         (tmp / "weights.bin").write_bytes(b"w")
         (tmp / "sub").mkdir()
         (tmp / "sub" / "state.json").write_text("{}")
@@ -154,6 +166,55 @@ def test_killed_writer_never_leaves_a_complete_directory(tmp_path: Path) -> None
     leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".ckpt.tmp-")]
     assert len(leftovers) == 1
     assert not is_complete(leftovers[0])
+
+
+def test_atomic_directory_gets_the_umask_mode(tmp_path: Path) -> None:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    with atomic_directory(tmp_path / "ckpt") as tmp:
+        (tmp / "weights.bin").write_bytes(b"w")
+    assert (tmp_path / "ckpt").stat().st_mode & 0o777 == 0o777 & ~mask
+
+
+def test_two_threads_writing_one_directory_publish_one_whole_set(tmp_path: Path) -> None:
+    final = tmp_path / "ckpt"
+    both_inside = threading.Barrier(2, timeout=30)
+    errors: list[BaseException] = []
+
+    def write(tag: str) -> None:
+        try:
+            with atomic_directory(final) as tmp:
+                both_inside.wait()  # each fills while the other's directory is open
+                (tmp / f"{tag}.bin").write_text(tag)
+                (tmp / "config.json").write_text(tag)
+                both_inside.wait()
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=write, args=(tag,)) for tag in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert is_complete(final)
+    names = sorted(p.name for p in final.iterdir())
+    tag = (final / "config.json").read_text()
+    assert names == [COMPLETE_MARKER, f"{tag}.bin", "config.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_publish_directory_marks_and_replaces_an_existing_directory(tmp_path: Path) -> None:
+    final = tmp_path / "ckpt"
+    with atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"v1")
+    filled = tmp_path / "filled"
+    filled.mkdir()
+    (filled / "weights.bin").write_bytes(b"v2")
+    publish_directory(filled, final)
+    assert is_complete(final)
+    assert (final / "weights.bin").read_bytes() == b"v2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
 
 
 def test_is_complete_is_false_without_marker(tmp_path: Path) -> None:

@@ -179,3 +179,18 @@ def test_write_rows_refuses_an_unknown_suffix_and_no_rows(tmp_path: Path) -> Non
     with pytest.raises(ExportError, match="nothing to write"):
         write_rows([], tmp_path / "x.jsonl")
     assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("make_parent", "why"), [(False, "does not exist"), (True, "is not a directory")]
+)
+def test_write_rows_into_a_missing_directory_names_the_output_path(
+    tmp_path: Path, make_parent: bool, why: str
+) -> None:
+    out = tmp_path / "missing" / "sft.jsonl"
+    if make_parent:
+        out.parent.write_text("a file where the directory should be")
+    rows = sft_rows([play(ARITH, [answer(0)])])
+    with pytest.raises(ExportError, match=why) as info:
+        write_rows(rows, out)
+    assert repr(str(out)) in str(info.value)

@@ -14,9 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
-from posttrain.store import COMPLETE_MARKER
+from posttrain.config import SFTConfig
+from posttrain.models.tiny import TinyModelSpec, build_tiny_model, build_tokenizer
+from posttrain.store import COMPLETE_MARKER, is_complete
 from posttrain.store.metrics import read_metrics
+from posttrain.train.resume import load_sft_state, save_sft_state
+from posttrain.train.sft import SFTLoop, sft_optimizer
 
 POSTTRAIN = str(Path(sys.executable).with_name("posttrain"))
 SETTINGS = [
@@ -145,3 +150,36 @@ def test_resume_with_other_settings_is_refused(tmp_path: Path) -> None:
 def test_resume_of_a_missing_run_is_a_clear_error(tmp_path: Path) -> None:
     result = _run(f"resume={tmp_path / 'nope'}", cwd=tmp_path)
     assert result.returncode == 2 and "does not exist" in result.stderr
+
+
+def test_a_failed_sft_state_save_leaves_the_previous_state_loadable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tokenizer = build_tokenizer()
+    spec = TinyModelSpec(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
+    model = build_tiny_model(tokenizer, seed=0, spec=spec)
+    optimizer = sft_optimizer(model, SFTConfig())
+    path = tmp_path / "sft-state"
+    save_sft_state(path, model, optimizer, SFTLoop(step=10), 1.0)
+    saved = {k: v.clone() for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        for param in model.parameters():
+            param.add_(1.0)
+    real_replace = os.replace
+
+    def die_before_moving_in(src: str | Path, dst: str | Path) -> None:
+        if Path(src).name == ".sft-state.tmp":  # the rename that would publish step 20
+            raise OSError("killed")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", die_before_moving_in)
+    with pytest.raises(OSError, match="killed"):
+        save_sft_state(path, model, optimizer, SFTLoop(step=20), 2.0)
+    monkeypatch.undo()
+
+    assert is_complete(path)
+    fresh = build_tiny_model(tokenizer, seed=1, spec=spec)
+    loop, elapsed_s = load_sft_state(path, fresh, sft_optimizer(fresh, SFTConfig()))
+    assert (loop.step, elapsed_s) == (10, 1.0)
+    for name, tensor in fresh.state_dict().items():
+        assert torch.equal(tensor, saved[name]), name
