@@ -17,7 +17,8 @@ curriculum levels gets all levels stepped down together until it accepts them.
 
 The generator list is pinned to reasoning-gym 0.1.25 (`GENERATORS`, by category; the
 category decides the matrix cell); a test checks it against the installed package.
-Excluded, with the reason: `EXCLUDED`.
+Excluded, with the reason: `EXCLUDED`. Five scorers evaluate the answer as code; the
+answer must first pass a syntax check (`ANSWER_GATES`, `verify/safe_expr.py`).
 
 Not guaranteed: corruptions are generic (empty text, the answer changed by one
 character, another seed's answer), kept only when the generator's scorer rejects
@@ -30,10 +31,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+from collections.abc import Callable
 from typing import Any
 
 from posttrain.domains.base import Axes, Session, check_difficulty, task_id, task_rng
 from posttrain.types import Message, Reference, Rollout, Task, Verdict
+from posttrain.verify.safe_expr import MATH_FUNCTIONS, is_arithmetic, is_literal
 
 VERSION = "0.1.25"
 MAX_REDRAWS = 8  # seeds tried for one task when a generator gives up on one
@@ -146,6 +149,36 @@ CELLS: dict[str, tuple[str, str]] = {
 }
 
 
+def _plain_arithmetic(text: str, item: dict[str, Any]) -> bool:
+    return is_arithmetic(text)  # countdown: + − × ÷ of the given numbers, nothing else
+
+
+def _antiderivative(text: str, item: dict[str, Any]) -> bool:
+    variable = str(item["metadata"]["variable"])
+    return len(text) <= MAX_EXPRESSION_CHARS and is_arithmetic(
+        text, names={variable, "C"}, functions=MATH_FUNCTIONS, power=True
+    )
+
+
+def _literal(text: str, item: dict[str, Any]) -> bool:
+    return is_literal(text)
+
+
+# Scorers that evaluate the answer text as code (reasoning-gym 0.1.25: `parse_expr` in
+# countdown and simple_integration, `eval` in the other three) and the check the text
+# passes first; anything else scores 0 without reaching the scorer. Without it one
+# answer could run code in the trainer and, e.g., patch a scorer to pass every later
+# answer, or answer `Integral(f, X)` and have SymPy integrate for it.
+ANSWER_GATES: dict[str, Callable[[str, dict[str, Any]], bool]] = {
+    "countdown": _plain_arithmetic,
+    "simple_integration": _antiderivative,
+    "spiral_matrix": _literal,
+    "binary_matrix": _literal,
+    "string_insertion": _literal,
+}
+MAX_EXPRESSION_CHARS = 2000  # with ** allowed, a long tower of powers would hang SymPy
+
+
 class ReasoningGymDomain:
     """One reasoning-gym generator behind the `Domain` contract."""
 
@@ -222,6 +255,9 @@ class ReasoningGymDomain:
         if not text.strip():
             return 0.0, None
         dataset, item = self.entry(task.seed, task.difficulty)
+        gate = ANSWER_GATES.get(self.name)
+        if gate is not None and not gate(text, item):
+            return 0.0, "not a plain expression; its scorer would run it as code"
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # some scorers print as they go
                 score = min(max(float(dataset.score_answer(text, item)), 0.0), 1.0)

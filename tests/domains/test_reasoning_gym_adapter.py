@@ -60,3 +60,35 @@ def test_a_generator_that_gives_up_on_a_seed_gets_the_next_draw() -> None:
     domain = get_domain("rg/tsumego-v1")
     task = domain.generate(2, 3)
     assert task.prompt and domain.generate(2, 3).to_json() == task.to_json()
+
+
+# One answer that, were it evaluated, would leave a mark in `builtins` (Python's eval)
+# and one that would through SymPy's `parse_expr` (its factorial rewrite, `x!`, turns
+# text Python cannot parse into a call).
+MARK = "__import__('builtins').__dict__.__setitem__('posttrain_scored_code', 1)"
+ATTACKS = {
+    "rg/spiral_matrix-v1": [MARK, f"{MARK} or []"],
+    "rg/binary_matrix-v1": [MARK, f"[{MARK}]"],
+    "rg/string_insertion-v1": [MARK, f"({MARK}, 'A')"],
+    "rg/countdown-v1": [MARK, f"({MARK})!", "len('')*(1+2) + len('xxxx')"],
+    "rg/simple_integration-v1": [MARK, f"({MARK})!", "Integral(X**2, X) + C", "integrate(X, X)"],
+}
+
+
+def test_answers_a_scorer_would_run_as_code_score_zero_unrun() -> None:
+    import builtins
+
+    for domain_id, attacks in ATTACKS.items():
+        for text in attacks:
+            verdict = _judge(domain_id, text)
+            assert not verdict.passed and verdict.reward == 0.0, (domain_id, text)
+            assert "run it as code" in verdict.reason, (domain_id, text)
+        assert not hasattr(builtins, "posttrain_scored_code"), domain_id
+
+
+def test_the_gated_generators_still_pass_their_references() -> None:
+    for domain_id in ATTACKS:
+        domain = get_domain(domain_id)
+        for seed, difficulty in ((0, 1), (1, 5), (2, 10)):
+            answer = domain.generate(seed, difficulty).answer
+            assert _judge(domain_id, answer, seed, difficulty).passed, (domain_id, seed)

@@ -1,0 +1,89 @@
+"""Gates for answer text that a third-party scorer will evaluate as code.
+
+Some reasoning-gym scorers run the model's answer through Python's `eval` (to read a
+list literal) or SymPy's `parse_expr` (which ends in `eval` too). An answer is model
+output, so either is arbitrary code execution in the process that scores every later
+rollout: one answer could patch a scorer to pass everything after it. These checks
+run first, on the syntax tree, and let through only what the scorer legitimately
+needs:
+
+    is_literal("[[1, 2], [3, 4]]")                           # True: a list literal
+    is_literal("1 2 3")                                      # True: eval cannot run it
+    is_literal("__import__('os').getcwd()")                  # False
+    is_arithmetic("(33*87 + 61)/13")                         # True
+    is_arithmetic("3*X**9/5 + C", names={"X", "C"}, power=True)   # True
+    is_arithmetic("Integral(X**2, X)", names={"X"}, power=True)   # False: a call
+
+Not guaranteed: `is_literal` allows text that Python cannot parse (eval then raises
+before running anything); `is_arithmetic` does not, because SymPy rewrites text
+before evaluating it (`3!` becomes a call). Size is not bounded here: `9**9**9` with
+`power=True` is arithmetic; callers that allow powers cap the text's length.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Collection
+
+# SymPy functions an antiderivative may use; calling them runs no user code.
+MATH_FUNCTIONS = frozenset(
+    {"sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp", "log",
+     "sqrt", "Abs"}
+)  # fmt: skip
+# A bare name is allowed: evaluating it calls nothing (string_insertion's answers are
+# letters, which parse as one).
+_LITERAL = (ast.Expression, ast.List, ast.Tuple, ast.Constant, ast.Name, ast.UnaryOp,
+            ast.USub, ast.UAdd, ast.Load)  # fmt: skip
+_ARITHMETIC_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+
+
+def _trees(text: str) -> list[ast.Expression]:
+    """`text` and its stripped form parsed as Python expressions (those that parse)."""
+    trees = []
+    for candidate in {text, text.strip()}:
+        try:
+            trees.append(ast.parse(candidate, mode="eval"))
+        except (SyntaxError, ValueError):  # ValueError: a null byte
+            continue
+    return trees
+
+
+def is_literal(text: str) -> bool:
+    """Whether Python's `eval(text)` can only build a literal (lists, tuples, numbers,
+    strings, bare names): True also when the text does not parse, since eval then runs
+    nothing."""
+    return all(all(isinstance(node, _LITERAL) for node in ast.walk(tree)) for tree in _trees(text))
+
+
+def is_arithmetic(
+    text: str,
+    names: Collection[str] = (),
+    functions: Collection[str] = (),
+    power: bool = False,
+) -> bool:
+    """Whether `text` is plain arithmetic: numbers, the given `names`, calls of the given
+    `functions` with positional arguments, + − × ÷ (and ** with `power`). False when it
+    does not parse as Python."""
+    trees = _trees(text.strip())
+    if not trees:
+        return False
+    ops = (*_ARITHMETIC_OPS, ast.Pow) if power else _ARITHMETIC_OPS
+    for node in ast.walk(trees[0]):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if not (isinstance(func, ast.Name) and func.id in functions) or node.keywords:
+                return False
+        elif isinstance(node, ast.Name):
+            if node.id not in names and node.id not in functions:
+                return False
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, int | float):
+                return False
+        elif isinstance(node, ast.BinOp):
+            if not isinstance(node.op, ops):
+                return False
+        elif not isinstance(
+            node, (ast.Expression, ast.UnaryOp, ast.USub, ast.UAdd, ast.Load, *ops)
+        ):
+            return False
+    return True

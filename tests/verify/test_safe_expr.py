@@ -1,0 +1,41 @@
+"""The syntax gates in front of scorers that evaluate answer text as code."""
+
+from __future__ import annotations
+
+import pytest
+
+from posttrain.verify.safe_expr import MATH_FUNCTIONS, is_arithmetic, is_literal
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[[1, 2], [3, 4]]", "('A', 'B')", "[-1, 2.5]", "1 2 3\n4 5 6", "ABCDE", "[A, B]", "  [1]", ""],
+)
+def test_literals_and_text_eval_cannot_run_pass(text: str) -> None:
+    assert is_literal(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["__import__('os').getcwd()", "[open('x')]", "(1).real", "[x for x in y]", "a[0]",
+     "lambda: 0", " print(1)"],
+)  # fmt: skip
+def test_calls_names_and_attributes_are_not_literals(text: str) -> None:
+    assert not is_literal(text)
+
+
+def test_arithmetic_allows_only_the_given_names_functions_and_operators() -> None:
+    assert is_arithmetic("(33*87 + 61 + 58)/13")
+    assert is_arithmetic(" 15 + 180 - 45 ")
+    assert not is_arithmetic("2**10")  # no power unless asked
+    assert is_arithmetic("2**10", power=True)
+    assert not is_arithmetic("len('ab') + 1")
+    assert not is_arithmetic("3!")  # does not parse as Python: refused, SymPy would rewrite it
+    assert not is_arithmetic("True + 1") and not is_arithmetic("'a' + 'b'")
+    names = {"X", "C"}
+    assert is_arithmetic("3*X**9/5 + 7*X**5 + C", names, MATH_FUNCTIONS, power=True)
+    assert is_arithmetic("-cos(X) + exp(2*X)/2 + C", names, MATH_FUNCTIONS, power=True)
+    assert not is_arithmetic("Integral(X**2, X) + C", names, MATH_FUNCTIONS, power=True)
+    assert not is_arithmetic("Y + C", names, MATH_FUNCTIONS, power=True)
+    assert not is_arithmetic("sin(X, evaluate=False)", names, MATH_FUNCTIONS, power=True)
+    assert not is_arithmetic("X.subs(X, 1)", names, MATH_FUNCTIONS, power=True)
