@@ -4,12 +4,14 @@ The repository's own tests pass (its failing cases are left out); the prompt nam
 where the bug is, and at low difficulty one input that shows it. The agent writes
 `tests/test_regression.py`, the only file taken from its workspace. The verdict runs
 that file's `test*` functions (pytest-style asserts, `pytest.raises`; no fixtures) in a
-fresh sandbox twice, by our own harness in a process of its own each time: against the
-buggy repository, where some test must fail, and against the fixed one, where every
-test must pass. Components: `fails_on_buggy`, `passes_on_fixed`.
+fresh sandbox three times, by our own harness in a process of its own each time:
+against the buggy repository and against it with a comment appended to the buggy
+files, where some test must fail both times, and against the fixed one, where every
+test must pass. Components: `fails_on_buggy`, `passes_on_fixed`. The commented copy
+stops a test that only notices the file changed (comparing it with the text it read).
 
-Not guaranteed: a test that reads the module's source to tell the two versions apart
-passes; it has had to find the bug to do so.
+Not guaranteed: a test that reads the module's source and looks for the buggy code
+itself passes; it has had to find the bug to do so.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from posttrain.domains.coding.verify import Judge
 from posttrain.types import Message, Reference, Rollout, Task, Verdict
 
 TEST_PATH = "tests/test_regression.py"
+NO_OP_EDIT = b"\n# (added by the judge: a comment, the behaviour is unchanged)\n"
 HARNESS = """
 import importlib.util, json, os, sys
 sys.dont_write_bytecode = True
@@ -123,10 +126,12 @@ class WriteRegressionTestDomain(RepoDomain):
         if test is None:
             return Verdict(0.0, False, f"No {TEST_PATH} was written.", {"fails_on_buggy": 0.0, "passes_on_fixed": 0.0})  # fmt: skip
         try:
-            buggy, fixed = self._runs(task, test)
+            buggy, fixed, edited = self._runs(task, test)
         except Exception as exc:  # the sandbox failed, not the answer
             return Verdict(0.0, False, "The verifier failed; nothing was judged.", error=f"{type(exc).__name__}: {exc}")  # fmt: skip
-        fails = bool(buggy) and not all(r["ok"] for r in buggy)
+        # A test of behaviour fails on the buggy code however its text is laid out; one
+        # that only notices the file changed passes once a comment is added.
+        fails = all(bool(run) and not all(r["ok"] for r in run) for run in (buggy, edited))
         passes = bool(fixed) and all(r["ok"] for r in fixed)
         components = {"fails_on_buggy": float(fails), "passes_on_fixed": float(passes)}
         if fails and passes:
@@ -134,12 +139,17 @@ class WriteRegressionTestDomain(RepoDomain):
         why = "passes on the buggy code" if not fails else "fails on the fixed code"
         return Verdict(0.25 * (fails + passes), False, f"The regression test {why}.", components)
 
-    def _runs(self, task: Task, test: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def _runs(
+        self, task: Task, test: bytes
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """The test's results on the buggy repository, the fixed one, and the buggy one
+        with a comment appended to every file the fix touches."""
         pristine = {p: t.encode() for p, t in task.files.items()} | {TEST_PATH: test}
         fixed = pristine | {p: t.encode() for p, t in task.meta["fixed"].items()}
+        edited = pristine | {p: pristine[p] + NO_OP_EDIT for p in task.meta["fixed"]}
         runs = []
         with Judge(pristine) as judge:
-            for files in (pristine, fixed):
+            for files in (pristine, fixed, edited):
                 judge.replace(files)
                 marker = f"@@coding-{secrets.token_hex(8)}@@"
                 result = judge.exec(
@@ -148,7 +158,7 @@ class WriteRegressionTestDomain(RepoDomain):
                 rows = parse_results(result.stdout, marker, 1)
                 value = rows[0].get("value") if rows else None
                 runs.append(value if isinstance(value, list) and all(isinstance(r, dict) for r in value) else [])  # fmt: skip
-        return runs[0], runs[1]
+        return runs[0], runs[1], runs[2]
 
     def corrupt(self, task: Task, reference: Reference) -> list[Reference]:
         done = Message("assistant", "Done.")

@@ -14,6 +14,7 @@ runs mypy on every bug site to keep them true.
 from __future__ import annotations
 
 import random
+import re
 import threading
 
 from posttrain.domains.base import Axes
@@ -148,11 +149,15 @@ class FixTypeErrorDomain(RepoDomain):
 
     def extra(self, judge: Judge, task: Task, files: dict[str, bytes]) -> dict[str, float]:
         editable = task.meta["editable"]
-        silenced = any(b"type: ignore" in files.get(p, b"") or b"mypy:" in files.get(p, b"") for p in editable)  # fmt: skip
+        silenced = any(SILENCER.search(files.get(p, b"")) for p in editable)
         # The cases ran the agent's code in this workspace: lay the judged files out afresh.
         judge.replace(judged_files(task, files) | mypy_cache())
         result = judge.exec(f"{JUDGE_MYPY} {' '.join(editable)}", timeout=30)
         return {"type_check": float(result.exit_code == 0), "no_ignores": float(not silenced)}
 
+
+# What mypy honours, spaced any way: `# type: ignore[...]`, `#type:ignore`, `# mypy: ...`
+# file comments; and the decorator that switches checking off for a function.
+SILENCER = re.compile(rb"#\s*type\s*:\s*ignore|#\s*mypy\s*:|no_type_check")
 
 DOMAINS = (FixTypeErrorDomain(),)

@@ -41,3 +41,16 @@ def test_a_test_that_cannot_import_fails_on_both_counts() -> None:
     task = DOMAIN.generate(1, 3)
     verdict = play(DOMAIN, task, [tool_turn("write_file", path=TEST_PATH, content="import nope\n"), Message("assistant", "ok")])  # fmt: skip
     assert not verdict.passed and verdict.components["passes_on_fixed"] == 0.0
+
+
+def test_a_test_that_only_notices_the_file_changed_does_not_pass() -> None:
+    task = DOMAIN.generate(1, 3)
+    path = task.meta["bugs"][0]["path"]
+    content = (
+        "import pathlib\n\n"
+        f"CURRENT = {task.files[path]!r}\n\n\n"
+        "def test_regression():\n"
+        f"    assert pathlib.Path({path!r}).read_text() != CURRENT\n"
+    )
+    verdict = play(DOMAIN, task, [tool_turn("write_file", path=TEST_PATH, content=content), Message("assistant", "ok")])  # fmt: skip
+    assert not verdict.passed and verdict.components["fails_on_buggy"] == 0.0

@@ -25,6 +25,21 @@ def test_every_site_gets_exactly_the_message_the_prompt_shows() -> None:
     assert "clean.py" not in out
 
 
+@pytest.mark.parametrize(
+    "comment",
+    ["  # type: ignore", "  #type:ignore", "  # type:ignore[assignment]", "  #  mypy: ignore"],
+)
+def test_a_fix_that_silences_another_error_does_not_pass(comment: str) -> None:
+    domain = FixTypeErrorDomain()
+    task = domain.generate(2, 3)
+    ((path, fixed),) = task.meta["fixed"].items()
+    silenced = fixed + f'\nBAD: int = "not an int"{comment}\n'
+    files = {p: t.encode() for p, t in task.files.items()} | {path: silenced.encode()}
+    verdict = domain.judge(task, files)
+    assert not verdict.passed and verdict.error is None
+    assert verdict.components["no_ignores"] == 0.0, verdict.reason
+
+
 def test_a_type_ignore_on_the_buggy_line_does_not_pass() -> None:
     domain = FixTypeErrorDomain()
     task = domain.generate(2, 3)
