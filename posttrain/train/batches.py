@@ -31,6 +31,15 @@ class TokenBatch:
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
 
+    def to(self, device: torch.device | str | None) -> TokenBatch:
+        """The same batch with every tensor on `device` (None: unchanged)."""
+        if device is None:
+            return self
+        move = {
+            k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in vars(self).items()
+        }
+        return TokenBatch(**move)
+
     def model_inputs(self) -> dict[str, torch.Tensor | bool]:
         """The forward's keyword arguments. Packed rows pass position ids, no attention
         mask and no cache: transformers then builds a block-diagonal causal mask from
@@ -52,7 +61,15 @@ def check_prompts(rollouts: Sequence[Rollout]) -> None:
             )
 
 
-def pack(rollouts: Sequence[Rollout], pad_id: int) -> TokenBatch:
+def model_device(model: torch.nn.Module) -> torch.device:
+    """Where `model`'s parameters live (DDP and FSDP wrappers included): the device the
+    trainers build their batches on."""
+    return next(model.parameters()).device
+
+
+def pack(
+    rollouts: Sequence[Rollout], pad_id: int, device: torch.device | str | None = None
+) -> TokenBatch:
     check_prompts(rollouts)
     seqs = [r.prompt_ids + r.completion_ids for r in rollouts]
     width = max(len(s) for s in seqs)
@@ -66,7 +83,7 @@ def pack(rollouts: Sequence[Rollout], pad_id: int) -> TokenBatch:
         attn[i, : len(s)] = 1
         mask[i, p : p + c] = torch.tensor(r.loss_mask, dtype=torch.float32)
         old[i, p : p + c] = torch.tensor(r.logprobs, dtype=torch.float32)
-    return TokenBatch(ids, attn, ids[:, 1:], mask[:, 1:], old[:, 1:])
+    return TokenBatch(ids, attn, ids[:, 1:], mask[:, 1:], old[:, 1:]).to(device)
 
 
 def plan_rows(lengths: Sequence[int], width: int) -> list[list[int]]:
@@ -85,13 +102,18 @@ def plan_rows(lengths: Sequence[int], width: int) -> list[list[int]]:
     return rows
 
 
-def pack_rows(rollouts: Sequence[Rollout], pad_id: int, width: int) -> TokenBatch:
+def pack_rows(
+    rollouts: Sequence[Rollout], pad_id: int, width: int, device: torch.device | str | None = None
+) -> TokenBatch:
     """`rollouts` concatenated into rows of at most `width` tokens (`plan_rows`)."""
     lengths = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
-    return rows_batch([[rollouts[i] for i in row] for row in plan_rows(lengths, width)], pad_id)
+    rows = [[rollouts[i] for i in row] for row in plan_rows(lengths, width)]
+    return rows_batch(rows, pad_id, device)
 
 
-def rows_batch(rows: Sequence[Sequence[Rollout]], pad_id: int) -> TokenBatch:
+def rows_batch(
+    rows: Sequence[Sequence[Rollout]], pad_id: int, device: torch.device | str | None = None
+) -> TokenBatch:
     """One row per entry of `rows`, its sequences concatenated, right-padded to the
     longest row.
 
@@ -116,7 +138,9 @@ def rows_batch(rows: Sequence[Sequence[Rollout]], pad_id: int) -> TokenBatch:
             old[b, at + p : at + n] = torch.tensor(r.logprobs, dtype=torch.float32)
             at += n
         pos[b, at:] = torch.arange(T - at)  # the padding: a sequence of its own
-    return TokenBatch(ids, torch.ones_like(ids), ids[:, 1:], mask[:, 1:], old[:, 1:], pos)
+    return TokenBatch(ids, torch.ones_like(ids), ids[:, 1:], mask[:, 1:], old[:, 1:], pos).to(
+        device
+    )
 
 
 def token_budget_split(lengths: Sequence[int], budget: int | None) -> list[list[int]]:
@@ -173,9 +197,10 @@ def sequence_logprob_sums(
     Forward passes of at most `max_tokens` padded tokens each (`token_budget_split`;
     None: all at once), so the attention scores' T² stays bounded on long sequences."""
     lengths = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
-    sums = torch.zeros(len(rollouts), device=next(model.parameters()).device)
+    device = model_device(model)
+    sums = torch.zeros(len(rollouts), device=device)
     with torch.no_grad():
         for group in token_budget_split(lengths, max_tokens):
-            batch = pack([rollouts[i] for i in group], pad_id)
+            batch = pack([rollouts[i] for i in group], pad_id, device)
             sums[group] = (batch_logprobs(model, batch) * batch.loss_mask).sum(-1)
     return sums

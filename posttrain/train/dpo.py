@@ -38,6 +38,7 @@ from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import replay_references, run_episodes
 from posttrain.train.batches import (
     batch_logprobs,
+    model_device,
     pack,
     sequence_logprob_sums,
     token_budget_split,
@@ -139,6 +140,7 @@ def train_dpo(
     log = main_only(log)
     model.eval()
     tokens_cap = cfg.micro_batch_tokens
+    device = model_device(model)
     before = preference_accuracy(model, val_pairs, pad_id, tokens_cap)
     if not pairs:
         return DPOResult(0, 0, time.perf_counter() - start, before, before)
@@ -171,7 +173,9 @@ def train_dpo(
                 idx, weight = local_share(micro)
                 b = len(idx)
                 batch = pack(
-                    [pairs[j].chosen for j in idx] + [pairs[j].rejected for j in idx], pad_id
+                    [pairs[j].chosen for j in idx] + [pairs[j].rejected for j in idx],
+                    pad_id,
+                    device,
                 )
                 logprobs = batch_logprobs(model, batch)  # [2b, T-1]
                 sums = (logprobs * batch.loss_mask).sum(-1)  # [2b]

@@ -32,6 +32,7 @@ from posttrain.ranks import all_reduce_sum, is_distributed, world_size
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.train.batches import (
     TokenBatch,
+    model_device,
     pack,
     token_budget_split,
 )
@@ -153,6 +154,7 @@ def train_grpo(
     log, record, store = main_only(log), main_only(record), main_only(save_state)
     ranks = float(world_size())  # DDP and FSDP average the ranks' gradients
     ref_model = copy.deepcopy(plain).eval() if cfg.kl_coef > 0 else None
+    device = model_device(model)  # the batches and advantages go where the weights are
     optimizer = torch.optim.AdamW(
         [p for p in model.parameters() if p.requires_grad], lr=cfg.lr, betas=(0.9, 0.99)
     )
@@ -210,6 +212,7 @@ def train_grpo(
             # 2. Advantages; groups with no reward spread carry no gradient and are dropped.
             rewards = torch.tensor([r.reward for r in rollouts])  # [B*G]
             advantages, keep = step_advantages(rewards, cfg)
+            advantages = advantages.to(device)
             truncated = [
                 r.turns[-1].finish_reason == "length" if r.turns else False for r in rollouts
             ]
@@ -238,7 +241,7 @@ def train_grpo(
                         for micro in micros:
                             sharing = share_plan(cfg, trained, [rollouts[j] for j in micro])
                             rows = [rollouts[j] for j in local_share(micro)[0]]
-                            batch = pack(rows, pad_id)
+                            batch = pack(rows, pad_id, device)
                             old, _ = rollout_logprobs(model, rows, batch, sharing)
                             train_old[tuple(micro)] = old
             for _ in range(cfg.epochs):
@@ -251,7 +254,7 @@ def train_grpo(
                         mine, present = local_share(micro)  # present 0.0: a stand-in row
                         sharing = share_plan(cfg, trained, [rollouts[j] for j in micro])
                         rows = [rollouts[j] for j in mine]
-                        batch = pack(rows, pad_id)
+                        batch = pack(rows, pad_id, device)
                         if not probe:
                             out: list[torch.Tensor] = []
                             probe = policy_probe(model, rows, batch, sharing, out)
@@ -299,7 +302,9 @@ def train_grpo(
                     head = rollouts[: cfg.minibatch_size]
                     first_rows = local_share(head)[0]
                     sharing = share_plan(cfg, trained, head)
-                    probe = policy_probe(model, first_rows, pack(first_rows, pad_id), sharing)
+                    probe = policy_probe(
+                        model, first_rows, pack(first_rows, pad_id, device), sharing
+                    )
             if is_distributed():  # every rank's contributions; the probe is a mean of ranks
                 stats = dict(zip(stats, all_reduce_sum(list(stats.values())), strict=True))
                 probe = {k: v / ranks for k, v in zip(probe, all_reduce_sum(list(probe.values())), strict=True)}  # fmt: skip

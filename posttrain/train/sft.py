@@ -37,7 +37,14 @@ from transformers import PreTrainedModel
 
 from posttrain.config import SFTConfig
 from posttrain.ranks import all_reduce_sum, any_rank, world_size
-from posttrain.train.batches import TokenBatch, batch_logprobs, pack, plan_rows, rows_batch
+from posttrain.train.batches import (
+    TokenBatch,
+    batch_logprobs,
+    model_device,
+    pack,
+    plan_rows,
+    rows_batch,
+)
 from posttrain.train.distributed import DistributedError, gradient_sync, local_share, main_only
 from posttrain.types import Rollout
 
@@ -98,7 +105,7 @@ def validation_loss(
     with torch.no_grad():
         for i in range(0, len(examples), chunk):
             part, weight = local_share(examples[i : i + chunk])
-            batch = pack(part, pad_id)
+            batch = pack(part, pad_id, model_device(model))
             lp = batch_logprobs(model, batch)
             total += weight * float(-(lp * batch.loss_mask).sum())
             count += weight * float(batch.loss_mask.sum())
@@ -224,7 +231,7 @@ def _accumulate(
     # Never empty when the batch is a multiple of the world; else a stand-in of weight 0.
     ordered, present = local_share(ordered)
     scale = float(world_size())
-    parts = _micro_batches(ordered, pad_id, micro, pack_tokens)
+    parts = _micro_batches(ordered, pad_id, micro, pack_tokens, model_device(model))
     total = torch.zeros(())
     for k, (part, weight) in enumerate(parts):
         nll = -(batch_logprobs(model, part) * part.loss_mask).sum() / tokens * weight * present
@@ -235,7 +242,11 @@ def _accumulate(
 
 
 def _micro_batches(
-    ordered: Sequence[Rollout], pad_id: int, micro: int, pack_tokens: int | None
+    ordered: Sequence[Rollout],
+    pad_id: int,
+    micro: int,
+    pack_tokens: int | None,
+    device: torch.device | None = None,
 ) -> list[tuple[TokenBatch, float]]:
     """(batch, weight) per micro-batch of length-sorted `ordered`: `micro` consecutive
     runs, one padded row per sequence; or with `pack_tokens`, the whole share packed
@@ -244,9 +255,11 @@ def _micro_batches(
     same number of passes, as FSDP needs)."""
     if pack_tokens is None:
         size = -(-len(ordered) // micro)
-        return [(pack(ordered[i : i + size], pad_id), 1.0) for i in range(0, len(ordered), size)]
+        return [(pack(ordered[i : i + size], pad_id, device), 1.0)
+                for i in range(0, len(ordered), size)]  # fmt: skip
     lengths = [len(r.prompt_ids) + len(r.completion_ids) for r in ordered]
     rows = [[ordered[i] for i in row] for row in plan_rows(lengths, pack_tokens)]
     runs = [rows[k::micro] for k in range(micro)]  # similar fill in every run
-    return [(rows_batch(run, pad_id), 1.0) if run else (rows_batch(rows[:1], pad_id), 0.0)
+    return [(rows_batch(run, pad_id, device), 1.0) if run
+            else (rows_batch(rows[:1], pad_id, device), 0.0)
             for run in runs]  # fmt: skip
