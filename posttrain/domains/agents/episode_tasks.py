@@ -35,6 +35,7 @@ conversation.
 from __future__ import annotations
 
 import functools
+import json
 import random
 import re
 from collections.abc import Callable
@@ -139,6 +140,7 @@ class AgentSession:
         self.confirmed = False
         self.answered = False
         self.violations: list[str] = []
+        self.reads: set[str] = set()  # `read_key`s of the reads that were served
         self.last: Outcome = Outcome("")
         self.closed = False
 
@@ -169,6 +171,8 @@ class AgentSession:
         outcome = self.backend.run(spec, arguments)
         if violation and outcome.applied:
             self.violations.append(f"{name}: {violation}")
+        if spec.kind != "write" and not outcome.error:  # a read or a list
+            self.reads.add(read_key(name, arguments))
         return outcome
 
     def user_turn(self, assistant_message: Message) -> Message | None:
@@ -184,10 +188,11 @@ class AgentSession:
     def snapshot(self) -> Any:
         b = self.backend
         return (self.db.snapshot(), b.rng.getstate(), b.clock, b.blocked_until, b.in_a_row,
-                self.confirmed, list(self.violations))  # fmt: skip
+                self.confirmed, list(self.violations), set(self.reads))  # fmt: skip
 
     def restore(self, snapshot: Any) -> None:
-        tables, rng, clock, blocked, in_a_row, confirmed, violations = snapshot
+        tables, rng, clock, blocked, in_a_row, confirmed, violations, reads = snapshot
+        self.reads = set(reads)
         self.db.restore(tables)
         self.backend.rng.setstate(rng)
         self.backend.clock, self.backend.blocked_until, self.backend.in_a_row = (
@@ -347,18 +352,25 @@ class AgentTaskDomain:
         state = session.db.state_hash() == task.answer["state_hash"]
         reply = value is not None and same_value(value, task.answer["reply"])
         policy = not session.violations
-        components = {"state": float(state), "reply": float(reply), "policy": float(policy)}
+        # The reply must rest on the records it depends on: a blind guess ("NONE",
+        # "0.00") is right whenever the gold outcome is to change nothing.
+        unread = [c for c in task.meta["plan"]["reads"]
+                  if read_key(c["name"], c["arguments"]) not in session.reads]  # fmt: skip
+        components = {"state": float(state), "reply": float(reply), "policy": float(policy),
+                      "grounded": float(not unread)}  # fmt: skip
         if value is None:
             reason = "The final text is not exactly one line 'ANSWER: <value>'."
         elif not policy:
             reason = f"Policy violated: {session.violations[0]}."
+        elif unread:
+            reason = f"The answer does not rest on the records: {unread[0]['name']} was never read."
         elif not state:
             reason = "The final database differs from the gold one."
         elif not reply:
             reason = f"The reply value {value[:40]!r} is wrong."
         else:
             reason = "The final state, the reply and the policy are all right."
-        passed = state and reply and policy
+        passed = state and reply and policy and not unread
         return Verdict(float(passed), passed, reason, components)
 
     def _replayed(self, task: Task, rollout: Rollout) -> AgentSession:
@@ -374,6 +386,17 @@ class AgentTaskDomain:
     def difficulty_measure(self, task: Task) -> float:
         """The gold path's tool calls (reads and writes, failures not counted)."""
         return float(task.meta["measure"])
+
+
+def read_key(name: str, arguments: Any) -> str:
+    """One read call as a comparable key: its name and its arguments with values as
+    trimmed lower-case text, so `{"id": 7}` and `{"id": "7"}`, or "Priya Ito" and
+    "priya ito", are the same read."""
+    values = (
+        {str(k): str(v).strip().lower() for k, v in arguments.items()}
+        if isinstance(arguments, dict) else {}
+    )  # fmt: skip
+    return json.dumps([name, values], sort_keys=True)
 
 
 def _calls(dicts: list[dict[str, Any]]) -> list[ToolCall]:

@@ -31,7 +31,20 @@ def test_the_reference_recovers_from_the_failures_it_meets() -> None:
     texts = [m.content for m in TRANSFER.reference(task).turns]
     assert len(texts) > len(set(texts))  # some call was repeated after a failure
     verdict, session = play(TRANSFER, task, texts)
-    assert verdict.passed and verdict.components == {"state": 1.0, "reply": 1.0, "policy": 1.0}
+    assert verdict.passed
+    assert verdict.components == {"state": 1.0, "reply": 1.0, "policy": 1.0, "grounded": 1.0}
+
+
+def test_a_right_guess_without_reading_the_records_does_not_pass() -> None:
+    dispute = next(d for d in DOMAINS if d.id == "agent/bank-dispute-v1")
+    task = next(t for t in (dispute.generate(s, 1) for s in range(200))
+                if not t.meta["plan"]["writes"])  # fmt: skip
+    guess = "ANSWER: " + task.answer["reply"]
+    verdict, _ = play(dispute, task, [guess])
+    assert not verdict.passed and "never read" in verdict.reason
+    assert verdict.components == {"state": 1.0, "reply": 1.0, "policy": 1.0, "grounded": 0.0}
+    reads = [tool(c["name"], **c["arguments"]) for c in task.meta["plan"]["reads"]]
+    assert play(dispute, task, [*reads, guess])[0].passed
 
 
 def test_a_policy_violating_write_is_recorded_and_fails() -> None:
@@ -55,7 +68,8 @@ def test_a_write_before_the_user_confirms_is_a_violation() -> None:
     reordered = reference[:confirm] + reference[confirm + 1 :]  # writes, then the answer, no yes
     verdict, session = play(TRANSFER, task, reordered)
     assert session.violations == [session.violations[0]] and "confirmed" in session.violations[0]
-    assert verdict.components == {"state": 1.0, "reply": 1.0, "policy": 0.0} and not verdict.passed
+    assert verdict.components == {"state": 1.0, "reply": 1.0, "policy": 0.0, "grounded": 1.0}
+    assert not verdict.passed
 
 
 def test_the_scripted_user_says_yes_once_and_stops_at_the_answer() -> None:
