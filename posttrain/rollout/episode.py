@@ -10,9 +10,10 @@ are kept exactly as the engine produced them (never re-tokenized).
 
 Tool calls go through `tools.guarded_call`: a tool that raises, times out or is not
 declared answers with an error observation the model sees (and a counter in
-`Rollout.tool_stats`). A crash of the session itself (its scripted user raising) or of
-the verifier ends that episode as a recorded failure (`Rollout.error` or
-`Verdict.error`, reward 0); the batch goes on. A session whose
+`Rollout.tool_stats`). A crash of the session itself (its scripted user raising), a
+session that cannot open (its sandbox did not start) or a verifier that raises ends
+that episode as a recorded failure (`Rollout.error` or `Verdict.error`, reward 0); the
+batch goes on. A session whose
 sandbox dies (`SandboxError`) is not a crash: the session's snapshot after each
 environment turn lets the episode resume on a fresh session (`domain.open` +
 `restore`), which serves the interrupted turn again (`timings["sandbox_resumes"]`).
@@ -92,7 +93,7 @@ def env_token_ids(
 @dataclass(eq=False)
 class EpisodeState:
     task: Task
-    domain: Domain
+    domain: Domain | None  # None only when the lookup failed (the episode is done at open)
     session: Session | None
     prompt_ids: list[int]
     messages: list[Message]
@@ -140,7 +141,7 @@ def run_episodes(
     for task in tasks:
         group = open_group(task, n, get_domain, tokenizer, params, max_context, policy, tool_policy)
         episodes.append(group)
-        if not group[0].done:
+        if not all(e.done for e in group):
             fitting.append(group)
     flat = [e for group in episodes for e in group]
 
@@ -155,6 +156,8 @@ def run_episodes(
     elapsed = (time.perf_counter() - start) / max(1, len(flat))
     for group, completions in zip(fitting, first, strict=True):
         for ep, completion in zip(group, completions, strict=True):
+            if ep.done:  # its session did not open: already a failure; its sample is dropped
+                continue
             ep.model_seconds += elapsed
             _advance(ep, completion, tokenizer, max_context, params.max_tokens)
 
@@ -206,30 +209,43 @@ def open_group(
     policy: OverLongPolicy,
     tool_policy: ToolPolicy | None = None,
 ) -> list[EpisodeState]:
-    """`n` fresh episodes of `task`, its prompt fitted to `max_context` by `policy`; a
-    prompt that cannot fit gives `n` episodes already done with the reason as error."""
+    """`n` fresh episodes of `task`, its prompt fitted to `max_context` by `policy`.
+    An episode that cannot start is returned already done, with the reason as its error
+    and no session: all `n` when the prompt cannot fit or the domain lookup raises, each
+    one whose `domain.open` raises. So a group may mix done and running episodes."""
     problem = None
     if max_context is not None:
         try:
             task = fit_prompt(task, tokenizer, max_context, params.max_tokens, policy)
         except PromptTooLongError as exc:
             problem = str(exc)
-    group = [_open(task, get_domain(task.domain), tokenizer) for _ in range(n)]
+    domain: Domain | None = None
+    try:
+        domain = get_domain(task.domain)
+    except Exception as exc:  # e.g. a worker that lacks a plug-in domain: this task fails
+        problem = problem or f"domain lookup failed: {type(exc).__name__}: {exc}"
+    group = [_open(task, domain, tokenizer, problem) for _ in range(n)]
     fmt = detect_tool_format(tokenizer)
     group_key = uuid.uuid4().hex
     for k, ep in enumerate(group):
         ep.tool_format, ep.tool_policy = fmt, tool_policy or ep.tool_policy
         ep.group_key, ep.cache_key = group_key, sample_episode(group_key, k, n)
-    for ep in group if problem is not None else ():
-        ep.error, ep.done = problem, True
     return group
 
 
-def _open(task: Task, domain: Domain, tokenizer: Any) -> EpisodeState:
+def _open(task: Task, domain: Domain | None, tokenizer: Any, problem: str | None) -> EpisodeState:
+    """One episode of `task`; done at once, with `problem` as its error, when there is
+    one or when its session cannot open. No session is opened for an episode that
+    cannot run (a session may hold a sandbox)."""
+    ep = EpisodeState(task, domain, None, prompt_ids(tokenizer, task), list(task.prompt))
     opener = getattr(domain, "open", None)
-    session = opener(task, None) if opener is not None else None
-    ep = EpisodeState(task, domain, session, prompt_ids(tokenizer, task), list(task.prompt))
-    ep.snapshot = _snapshot(session)
+    if problem is None and opener is not None:
+        try:
+            ep.session = opener(task, None)
+        except Exception as exc:  # a sandbox that did not start fails this episode only
+            problem = f"session open failed: {type(exc).__name__}: {exc}"
+    ep.error, ep.done = problem, problem is not None
+    ep.snapshot = _snapshot(ep.session)
     return ep
 
 
@@ -278,6 +294,7 @@ def environment_step(
     scripted user), appended as environment tokens; ends the episode when there is
     none, at `max_turns`, when the context is full, or when the session fails."""
     turn = ep.turns[-1]
+    assert ep.domain is not None  # an episode without one ended at open
     try:
         new = _environment_reply(ep, parsed.calls, parsed.errors)
         if not new or len(ep.turns) >= ep.domain.max_turns:
@@ -353,7 +370,7 @@ def _resume(ep: EpisodeState) -> None:
         pass
     opener = getattr(ep.domain, "open", None)
     if opener is None:  # only domains with sessions reach here
-        raise RuntimeError(f"domain {ep.domain.id} cannot open a fresh session")
+        raise RuntimeError(f"domain {ep.task.domain} cannot open a fresh session")
     fresh = opener(ep.task, None)
     fresh.restore(ep.snapshot)
     ep.session = fresh
@@ -390,6 +407,7 @@ def finish(ep: EpisodeState, policy_version: int) -> Rollout:
         error=ep.error,
     )
     if ep.error is None:
+        assert ep.domain is not None  # an episode without one ended at open, with an error
         start = time.perf_counter()
         try:
             rollout.verdict = ep.domain.verify(ep.task, rollout, ep.session)

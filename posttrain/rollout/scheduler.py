@@ -31,7 +31,10 @@ the batch, and the rest keep running into the next one. Each rollout's
 `timings["staleness"]` is the policy version when it was collected minus the one it
 started under; `timings["queue_s"]` its time waiting for the engine.
 `episode_timeout_s` ends an over-long episode as a recorded failure at its next stage
-boundary. `metrics()` gives, per stage, queue depth, utilization and latency.
+boundary; its clock starts when its group gets an in-flight slot (sessions open then,
+not while `submit` waits). An episode that cannot start (prompt too long, session that
+does not open) is recorded at `submit`; its group's other samples run. `metrics()`
+gives, per stage, queue depth, utilization and latency.
 
 Not guaranteed: a timeout cannot interrupt a tool call or a verifier already running
 (the tool guard and the sandbox bound those); `collect` returns groups in the order
@@ -181,23 +184,34 @@ class Scheduler(GroupCollector):
         while `max_inflight_groups` groups are running (backpressure)."""
         indices = []
         for task in tasks:
-            group_eps = open_group(
-                task, self.params.n, self.get_domain, self.tokenizer, self.params,
-                self.max_context, self.over_long, self.tool_policy,
-            )  # fmt: skip
+            # The slot comes first: a group waiting for one holds no session (sandboxes
+            # are resources) and its episode clock (`episode_timeout_s`) has not started.
             with self._cond:
                 while self._inflight >= self.cfg.max_inflight_groups and not self._closed:
                     self._cond.wait()
                 self._check_open()
-                version = self._version if policy_version is None else policy_version
-                group = _Group(next(self._groups), task, group_eps, version, len(group_eps))
-                group.rollouts = [None] * len(group_eps)
                 self._inflight += 1
-                indices.append(group.index)
-            if group_eps[0].done:  # the prompt did not fit: straight to recording
-                for i in range(len(group_eps)):
+                index = next(self._groups)
+                version = self._version if policy_version is None else policy_version
+            try:
+                group_eps = open_group(
+                    task, self.params.n, self.get_domain, self.tokenizer, self.params,
+                    self.max_context, self.over_long, self.tool_policy,
+                )  # fmt: skip
+            except BaseException:  # open_group records the world's failures; this is a bug
+                with self._cond:
+                    self._inflight -= 1
+                    self._cond.notify_all()
+                raise
+            group = _Group(index, task, group_eps, version, len(group_eps))
+            group.rollouts = [None] * len(group_eps)
+            indices.append(index)
+            # Episodes that could not start (prompt too long, session not opened) go
+            # straight to recording; the others share the group's first turn.
+            for i, ep in enumerate(group_eps):
+                if ep.done:
                     self._to_verify(group, i)
-            else:
+            if not all(ep.done for ep in group_eps):
                 self._enqueue(group, None)
         return indices
 
@@ -275,22 +289,26 @@ class Scheduler(GroupCollector):
         while (batch := self._take()) is not None:
             if not batch:
                 continue
+            # The batch's running episodes belong to this stage until each is handed on
+            # (`passed`); a failure partway fails only the rest, so none is recorded twice.
+            owned = {ep for w in batch for ep in self._episodes(w) if not ep.done}
+            passed: set[EpisodeState] = set()
             try:
-                self._serve(batch)
+                self._serve(batch, passed)
             except Exception as exc:  # a bug here must fail episodes, not hang the run
+                reason = f"scheduler failed: {type(exc).__name__}: {exc}"
                 for w in batch:
                     for ep in self._episodes(w):
-                        if not ep.done:
-                            ep.error, ep.done = (
-                                f"scheduler failed: {type(exc).__name__}: {exc}",
-                                True,
-                            )
+                        if ep in owned and ep not in passed:
+                            ep.error, ep.done = reason, True
                             self._after_turn(w.group, ep)
 
-    def _serve(self, batch: list[_Work]) -> None:
-        """One engine call for `batch`; each result goes on to its next stage."""
+    def _serve(self, batch: list[_Work], passed: set[EpisodeState]) -> None:
+        """One engine call for `batch`; each result goes on to its next stage, and each
+        episode handed on joins `passed`. Episodes already done (their session did not
+        open) are skipped: they were recorded at `submit`."""
         now = time.perf_counter()
-        live = [w for w in batch if not self._timed_out(w, now)]
+        live = [w for w in batch if not self._timed_out(w, now, passed)]
         if not live:
             return
         for w in live:
@@ -300,17 +318,36 @@ class Scheduler(GroupCollector):
         results, error = self._generate([self._request(w) for w in live])
         elapsed = time.perf_counter() - start
         self.stats["engine"].served(elapsed, len(live))
+        if results is not None:
+            error = self._misshapen(results, live)
+            if error is not None:  # checked before anything is dispatched: each fails once
+                results = None
         rows = sum(w.rows for w in live)
         for i, w in enumerate(live):
-            eps = self._episodes(w)
-            if results is None:
-                for ep in eps:
+            for k, ep in enumerate(self._episodes(w)):
+                if ep.done:
+                    continue
+                if results is None:
                     ep.error, ep.done = f"engine failed: {error}", True
                     self._after_turn(w.group, ep)
-                continue
-            for ep, completion in zip(eps, results[i], strict=True):
-                ep.model_seconds += elapsed / rows
-                self._after_generation(w.group, ep, completion)
+                else:
+                    ep.model_seconds += elapsed / rows
+                    self._after_generation(w.group, ep, results[i][k])
+                passed.add(ep)
+
+    def _misshapen(self, results: list[list[Completion]], live: list[_Work]) -> str | None:
+        """What is wrong with the shape of the engine's `results` for `live`, if anything:
+        one list per request, with as many completions as the request asked for."""
+        name = type(self.engine).__name__
+        if len(results) != len(live):
+            return f"engine {name} returned {len(results)} results for {len(live)} requests"
+        for i, w in enumerate(live):
+            if len(results[i]) != w.rows:
+                return (
+                    f"engine {name} returned {len(results[i])} completions for request {i} "
+                    f"(task {w.group.task.id}), which asked for {w.rows}"
+                )
+        return None
 
     def _generate(
         self, requests: list[GenerationRequest]
@@ -338,14 +375,19 @@ class Scheduler(GroupCollector):
     def _episodes(self, w: _Work) -> list[EpisodeState]:
         return w.group.episodes if w.episode is None else [w.episode]
 
-    def _timed_out(self, w: _Work, now: float) -> bool:
+    def _timed_out(self, w: _Work, now: float, passed: set[EpisodeState]) -> bool:
+        """Whether `w`'s episodes ran past `episode_timeout_s`; if so they end (as
+        recorded failures) and join `passed`."""
         limit = self.cfg.episode_timeout_s
         eps = self._episodes(w)
         if limit is None or now - eps[0].started <= limit:
             return False
         for ep in eps:
+            if ep.done:  # its session did not open: recorded at `submit`
+                continue
             ep.error, ep.done = f"episode timed out after {limit:g}s", True
             self._after_turn(w.group, ep)
+            passed.add(ep)
         return True
 
     def _after_generation(self, group: _Group, ep: EpisodeState, completion: Completion) -> None:

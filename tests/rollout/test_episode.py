@@ -3,6 +3,7 @@ multi-turn episode, and crashes recorded as failures rather than raised."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from posttrain.domains.arithmetic import AdditionDomain
 from posttrain.domains.calculator import CalculatorDomain, CalculatorSession
 from posttrain.engines import ReplayEngine, SamplingParams
 from posttrain.rollout.episode import replay_references, run_episodes
+from posttrain.sandbox.results import SandboxError
 from posttrain.types import Message, Observation, Rollout, Task, ToolCall, Verdict
 
 PARAMS = SamplingParams(max_tokens=256, temperature=0.0)
@@ -46,7 +48,27 @@ class BrokenVerifierAddition(AdditionDomain):
         raise ValueError("verifier bug")
 
 
-EXTRA: dict[str, Domain] = {d.id: d for d in (ExplodingCalculator(), BrokenVerifierAddition())}
+class UnstartableCalculator(CalculatorDomain):
+    """The calculator whose sandbox fails to start on the opens that `fails` picks (by
+    their count, from 0; by default all); it keeps the sessions it did open."""
+
+    id = "test/unstartable-calculator-v1"
+
+    def __init__(self, fails: Callable[[int], bool] = lambda k: True) -> None:
+        self.fails, self.opens = fails, 0
+        self.sessions: list[CalculatorSession] = []
+
+    def open(self, task: Task, sandbox: object | None = None) -> CalculatorSession:
+        k, self.opens = self.opens, self.opens + 1
+        if self.fails(k):
+            raise SandboxError("sandbox failed to start")
+        self.sessions.append(CalculatorSession(task))
+        return self.sessions[-1]
+
+
+EXTRA: dict[str, Domain] = {
+    d.id: d for d in (ExplodingCalculator(), BrokenVerifierAddition(), UnstartableCalculator())
+}
 
 
 def lookup(domain_id: str) -> Domain:
@@ -203,3 +225,54 @@ def test_a_prompt_that_leaves_no_room_never_reaches_the_model(tokenizer: Any) ->
     [[too_long]] = run_episodes([task], engine, tokenizer, PARAMS, lookup, max_context=limit)
     assert too_long.turns == [] and too_long.reward == 0.0
     assert too_long.error is not None and f"window is {limit}" in too_long.error
+
+
+def test_a_session_that_cannot_open_is_a_recorded_failure_of_its_task_only(
+    tokenizer: Any,
+) -> None:
+    tasks = [calculator_task(0), UnstartableCalculator().generate(1, 3), calculator_task(2)]
+    good, unstarted, other = replay(tasks, tokenizer)
+    reason = "session open failed: SandboxError: sandbox failed to start"
+    assert unstarted.error == reason and unstarted.verdict.reason == reason
+    assert unstarted.turns == [] and unstarted.reward == 0.0 and not unstarted.verdict.passed
+    assert good.verdict.passed and other.verdict.passed
+
+
+def test_a_group_keeps_the_samples_whose_sessions_opened_and_closes_every_session(
+    tokenizer: Any,
+) -> None:
+    flaky = UnstartableCalculator(fails=lambda k: k == 1)  # the 2nd of 3 samples
+    task = flaky.generate(0, 3)
+    engine = ReplayEngine(tokenizer)
+    engine.add(task.id, flaky.reference(task))
+    params = SamplingParams(max_tokens=256, temperature=0.0, n=3)
+    [group] = run_episodes([task], engine, tokenizer, params, lambda _: flaky)
+    assert [r.error is None for r in group] == [True, False, True]
+    assert group[0].verdict.passed and group[2].verdict.passed and group[1].turns == []
+    assert len(flaky.sessions) == 2 and all(s.closed for s in flaky.sessions)
+
+
+def test_a_domain_that_cannot_be_looked_up_fails_its_task_only(tokenizer: Any) -> None:
+    def partial_lookup(domain_id: str) -> Domain:
+        if domain_id == "tools/calculator-v1":
+            raise KeyError("not on this worker")
+        return lookup(domain_id)
+
+    tasks = [calculator_task(0), get_domain("arith/addition-v1").generate(1, 3)]
+    engine = ReplayEngine(tokenizer)
+    for task in tasks:
+        engine.add(task.id, lookup(task.domain).reference(task))
+    [missing], [fine] = run_episodes(tasks, engine, tokenizer, PARAMS, partial_lookup)
+    assert missing.error == "domain lookup failed: KeyError: 'not on this worker'"
+    assert missing.reward == 0.0 and missing.turns == []
+    assert fine.verdict.passed
+
+
+def test_a_prompt_that_leaves_no_room_opens_no_session(tokenizer: Any) -> None:
+    counting = UnstartableCalculator(fails=lambda k: False)
+    task = counting.generate(0, 3)
+    limit = len(replay([task], tokenizer)[0].prompt_ids)  # no room for any turn
+    [[too_long]] = run_episodes(
+        [task], ReplayEngine(tokenizer), tokenizer, PARAMS, lambda _: counting, max_context=limit
+    )
+    assert too_long.error is not None and counting.opens == 0

@@ -24,7 +24,7 @@ from posttrain.rollout.backends.ray_backend import RayRollouts, ensure_ray  # no
 from posttrain.rollout.backends.ray_worker import HFEngineFactory  # noqa: E402
 from posttrain.rollout.episode import run_episodes  # noqa: E402
 from posttrain.types import Task  # noqa: E402
-from tests.rollout.test_episode import lookup  # noqa: E402
+from tests.rollout.test_episode import UnstartableCalculator, lookup  # noqa: E402
 from tests.rollout.test_scheduler import addition, starter_tasks  # noqa: E402
 
 PARAMS = SamplingParams(max_tokens=256, temperature=0.0, n=2)
@@ -181,6 +181,19 @@ def test_a_chunk_that_raises_becomes_recorded_failures(two_workers: RayRollouts)
     set_state(two_workers)
     [[ok, _]] = two_workers.run(EXTRA[:1])  # the worker goes on
     assert ok.verdict.passed
+
+
+def test_a_session_that_cannot_open_fails_its_group_not_the_chunk(
+    one_worker: RayRollouts,
+) -> None:
+    set_state(one_worker)
+    failed_before = one_worker.metrics()["ray/failed_chunks"]
+    unstartable = UnstartableCalculator().generate(0, 3)
+    [[a, b], [ok, also_ok]] = one_worker.run([unstartable, EXTRA[1]])  # one chunk
+    assert a.error == b.error == "session open failed: SandboxError: sandbox failed to start"
+    assert a.reward == 0.0 and a.task_id == unstartable.id
+    assert ok.verdict.passed and also_ok.verdict.passed
+    assert one_worker.metrics()["ray/failed_chunks"] == failed_before
 
 
 def test_a_worker_killed_mid_chunk_is_restarted_and_its_chunk_delivered_once(

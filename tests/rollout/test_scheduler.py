@@ -12,10 +12,17 @@ import pytest
 
 from posttrain.domains import STARTER_DOMAINS, get_domain
 from posttrain.engines import Completion, GenerationRequest, ReplayEngine, SamplingParams
+from posttrain.rollout import scheduler as scheduler_module
 from posttrain.rollout.episode import run_episodes
 from posttrain.rollout.scheduler import LengthModel, Scheduler, SchedulerConfig
-from posttrain.types import Observation, Task, ToolCall
-from tests.rollout.test_episode import PARAMS, ExplodingCalculator, calculator_task, lookup
+from posttrain.types import Observation, Rollout, Task, ToolCall
+from tests.rollout.test_episode import (
+    PARAMS,
+    ExplodingCalculator,
+    UnstartableCalculator,
+    calculator_task,
+    lookup,
+)
 
 
 def starter_tasks(per_domain: int = 3) -> list[Task]:
@@ -211,3 +218,120 @@ def test_a_closed_scheduler_refuses_work() -> None:
 def test_bad_settings_are_named() -> None:
     with pytest.raises(ValueError, match="env_workers"):
         SchedulerConfig(env_workers=0)
+
+
+def count_finishes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ids of the episodes the scheduler records from now on, one entry per record."""
+    recorded: list[int] = []
+    real = scheduler_module.finish
+
+    def finish(ep: Any, policy_version: int) -> Rollout:
+        recorded.append(id(ep))
+        return real(ep, policy_version)
+
+    monkeypatch.setattr(scheduler_module, "finish", finish)
+    return recorded
+
+
+def test_sessions_that_cannot_open_are_recorded_once_and_the_rest_of_the_batch_runs(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flaky = UnstartableCalculator(fails=lambda k: k in (1, 2))  # task 0's 2nd, task 1's 1st
+    tasks = [flaky.generate(0, 3), flaky.generate(1, 3), calculator_task(2)]
+    engine = ReplayEngine(tokenizer)
+    for task in tasks:
+        engine.add(task.id, lookup(task.domain).reference(task))
+    params = SamplingParams(max_tokens=256, temperature=0.0, n=2)
+    recorded = count_finishes(monkeypatch)
+    get = lambda d: flaky if d == flaky.id else lookup(d)  # noqa: E731
+    with Scheduler(engine, tokenizer, get, params) as sched:
+        groups = sched.run(tasks)
+        assert sched.inflight == 0
+    reason = "session open failed: SandboxError: sandbox failed to start"
+    assert [[r.error for r in g] for g in groups] == [[None, reason], [reason, None], [None, None]]
+    assert all(r.verdict.passed for g in groups for r in g if r.error is None)
+    assert len(recorded) == len(set(recorded)) == 6
+    assert len(flaky.sessions) == 2 and all(s.closed for s in flaky.sessions)
+
+
+def test_no_episode_times_out_while_its_group_waits_for_an_inflight_slot(
+    tokenizer: Any,
+) -> None:
+    engine = SlowEngine(tokenizer, delay=0.5)
+    # A group whose clock ran while it waited for its slot would reach the engine a
+    # whole call (0.5 s) old, past the limit; time in flight alone stays under it.
+    cfg = SchedulerConfig(max_inflight_groups=1, episode_timeout_s=0.4)
+    with Scheduler(engine, tokenizer, lookup, PARAMS, cfg) as sched:
+        groups = sched.run([addition(s, 1) for s in range(3)])
+    assert [g[0].error for g in groups] == [None, None, None]
+    assert [len(g[0].turns) for g in groups] == [1, 1, 1]
+
+
+def test_a_group_waiting_for_an_inflight_slot_holds_no_session(tokenizer: Any) -> None:
+    counting = UnstartableCalculator(fails=lambda k: False)
+    engine = SlowEngine(tokenizer, delay=0.2)
+    cfg = SchedulerConfig(max_inflight_groups=1)
+    with Scheduler(engine, tokenizer, lambda _: counting, PARAMS, cfg) as sched:
+        sched.submit([counting.generate(0, 3)])
+        done = threading.Event()
+        waiting = threading.Thread(
+            target=lambda: (sched.submit([counting.generate(1, 3)]), done.set())
+        )
+        waiting.start()
+        assert not done.wait(0.05)  # blocked behind the first group
+        assert counting.opens == 1
+        sched.collect(1)
+        assert done.wait(2.0)
+        waiting.join()
+        sched.collect(1)
+    assert counting.opens == 2 and all(s.closed for s in counting.sessions)
+
+
+class ShortEngine(ReplayEngine):
+    """Replays references, one completion short on every request for several samples."""
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+        out = super().generate(requests)
+        return [r[:-1] if q.params.n > 1 else r for r, q in zip(out, requests, strict=True)]
+
+
+def test_an_engine_result_of_the_wrong_shape_fails_each_episode_once_naming_the_counts(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task = calculator_task(0)
+    engine = ShortEngine(tokenizer)
+    engine.add(task.id, lookup(task.domain).reference(task))
+    params = SamplingParams(max_tokens=256, temperature=0.0, n=2)
+    recorded = count_finishes(monkeypatch)
+    with Scheduler(engine, tokenizer, lookup, params) as sched:
+        [[a, b]] = sched.run([task])
+        time.sleep(0.2)  # a second record, were there one, would land by now
+        assert sched.inflight == 0
+    assert a.error == b.error
+    assert a.error is not None and "engine ShortEngine returned 1 completions" in a.error
+    assert "asked for 2" in a.error
+    assert len(recorded) == len(set(recorded)) == 2
+
+
+def test_a_failure_partway_through_a_batch_fails_only_the_episodes_not_yet_handed_on(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task = calculator_task(0)  # its first turn is a tool call: the env stage takes it
+    real = scheduler_module.record_turn
+    turns = iter(range(1000))
+
+    def record_turn(ep: Any, completion: Completion) -> Any:
+        if next(turns) == 1:  # the second sample of the first turn
+            raise RuntimeError("record bug")
+        return real(ep, completion)
+
+    monkeypatch.setattr(scheduler_module, "record_turn", record_turn)
+    recorded = count_finishes(monkeypatch)
+    params = SamplingParams(max_tokens=256, temperature=0.0, n=2)
+    with Scheduler(replay_engine(tokenizer, [task]), tokenizer, lookup, params) as sched:
+        [[handed_on, failed]] = sched.run([task])
+        time.sleep(0.2)  # a second record, were there one, would land by now
+        assert sched.inflight == 0
+    assert handed_on.error is None and handed_on.verdict.passed
+    assert failed.error == "scheduler failed: RuntimeError: record bug"
+    assert len(recorded) == len(set(recorded)) == 2

@@ -4,9 +4,10 @@
 of groups at a time; a chunk runs through the lockstep `run_episodes`, so the `n`
 samples of a group share one prefill on one worker, and verification happens inside
 that loop, on the worker, right after each episode (there is no separate verifier
-pool). Sessions lease sandboxes from `posttrain/sandbox/shared.py`, whose pools are
-per process: each worker actor keeps its own warm pools (a node running three workers
-runs three pools).
+pool); an episode whose session cannot open is a recorded failure there, so it does
+not fail its chunk. Sessions lease sandboxes from `posttrain/sandbox/shared.py`, whose
+pools are per process: each worker actor keeps its own warm pools (a node running
+three workers runs three pools).
 
 The engine is built once per actor by the picklable zero-arg `engine_factory`. An
 engine with a torch `generator` attribute (`HFEngine`) is reseeded to its initial seed
