@@ -11,7 +11,8 @@ Chunks are taken best-first from the retriever until the next one would not fit
 again as a whole and the last chunk dropped while the seams push it over. Then
 they are ordered: `edges` puts the most relevant at both ends and the least in the
 middle (rank 1 first, rank 2 last, rank 3 second, ...) against the "lost in the
-middle" effect; `relevance` best first; `document` in document order.
+middle" effect; `relevance` best first; `document` in document order (documents in
+the order given, each in the order of its text).
 
 Not guaranteed: the context holds only what the retriever ranked (a chunk that
 shares nothing with the query under BM25 is never picked); a chunk that does not
@@ -20,7 +21,7 @@ fit is skipped, and a smaller one ranked below it may take its place.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -79,12 +80,16 @@ def build_index(chunks: Sequence[Chunk], retriever: str) -> Any:
     raise ValueError(f"retriever must be 'bm25', 'dense' or 'hybrid', got {retriever!r}")
 
 
-def order_chunks(ranked: Sequence[Chunk], order: str) -> list[Chunk]:
-    """Reorder chunks given best first: `edges`, `relevance` or `document`."""
+def order_chunks(
+    ranked: Sequence[Chunk], order: str, doc_ids: Sequence[str] | None = None
+) -> list[Chunk]:
+    """Reorder chunks given best first: `edges`, `relevance` or `document`. For
+    `document`, `doc_ids` gives the documents' order (as given to `assemble`); it may
+    be left out when all chunks come from one document."""
     if order == "relevance":
         return list(ranked)
     if order == "document":
-        return sorted(ranked, key=lambda c: (c.doc_id, c.start, c.index))
+        return sorted(ranked, key=_document_position(ranked, doc_ids))
     if order == "edges":
         front = list(ranked[0::2])  # ranks 1, 3, 5, ... from the start inwards
         back = list(ranked[1::2])  # ranks 2, 4, 6, ... from the end inwards
@@ -92,10 +97,34 @@ def order_chunks(ranked: Sequence[Chunk], order: str) -> list[Chunk]:
     raise ValueError(f"order must be 'edges', 'relevance' or 'document', got {order!r}")
 
 
+def _document_position(
+    chunks: Sequence[Chunk], doc_ids: Sequence[str] | None
+) -> Callable[[Chunk], tuple[int, int, int]]:
+    """Sort key of `document` order: the document's place in `doc_ids`, then the
+    chunk's start. Not the id itself: "d10" would sort before "d2"."""
+    if doc_ids is None:
+        doc_ids = sorted({c.doc_id for c in chunks})
+        if len(doc_ids) > 1:
+            raise ValueError(
+                f"order='document' over several documents {doc_ids} needs doc_ids, "
+                "the order they were given in"
+            )
+    place = {doc_id: i for i, doc_id in enumerate(doc_ids)}
+    unknown = sorted({c.doc_id for c in chunks} - place.keys())
+    if unknown:
+        raise ValueError(f"chunks of documents {unknown} are not in doc_ids={list(doc_ids)}")
+    return lambda c: (place[c.doc_id], c.start, c.index)
+
+
 def fit_to_budget(
-    hits: Sequence[Hit], token_budget: int, counter: TokenCounter, order: str = "edges"
+    hits: Sequence[Hit],
+    token_budget: int,
+    counter: TokenCounter,
+    order: str = "edges",
+    doc_ids: Sequence[str] | None = None,
 ) -> AssembledContext:
-    """Take `hits` (best first) while they fit in `token_budget`, order, and join them."""
+    """Take `hits` (best first) while they fit in `token_budget`, order (`doc_ids` as
+    for `order_chunks`), and join them."""
     sep = counter.count(SEPARATOR)
     chosen: list[Chunk] = []
     used = 0
@@ -105,7 +134,7 @@ def fit_to_budget(
             chosen.append(hit.chunk)
             used += cost
     while True:
-        ordered = order_chunks(chosen, order)
+        ordered = order_chunks(chosen, order, doc_ids)
         text = SEPARATOR.join(block(c) for c in ordered)
         n = counter.count(text) if ordered else 0
         if n <= token_budget:
@@ -130,6 +159,7 @@ def assemble(
         raise ValueError("assemble: the query is empty")
     if order not in ("edges", "relevance", "document"):
         raise ValueError(f"order must be 'edges', 'relevance' or 'document', got {order!r}")
+    doc_ids = ["doc"] if isinstance(documents, str) else list(documents)
     chunks = chunk_documents(documents, tokenizer, max_chunk_tokens, overlap_tokens)
     if not chunks:
         return AssembledContext("", [], 0, token_budget)
@@ -144,4 +174,4 @@ def assemble(
         )
     index = build_index(chunks, retriever)
     hits = index.search(query, k=min(_CANDIDATES, len(chunks)))
-    return fit_to_budget(hits, token_budget, counter, order)
+    return fit_to_budget(hits, token_budget, counter, order, doc_ids)

@@ -14,11 +14,15 @@ How a document is cut:
 - a table (two or more consecutive lines with `|`, or with tab-separated columns)
   is kept whole when it fits in a chunk, else it is split between rows only;
 - a paragraph larger than a chunk is split at sentence ends, and a sentence (or a
-  table row) larger than a chunk at token boundaries, as a last resort.
+  table row) larger than a chunk at token boundaries, as a last resort; a single
+  character that alone takes more than `max_tokens` tokens (an emoji is 4 byte-level
+  tokens) is a ValueError, since no chunk may exceed `max_tokens`.
 
 The document is tokenized once (one batched call, one piece per paragraph with the
 blank lines after it); every chunk's `n_tokens` is then its exact count with the
-same tokenizer (one more batched call), trimmed if the seams made it too long.
+same tokenizer (one more batched call), trimmed if the seams made it too long. What
+a trim cuts off starts the next chunk of the section (or a chunk of its own), so
+every non-blank character of the document lies in some chunk.
 Ids are `f"{doc_id}#{index}"`: the same text and settings give the same ids.
 
 Not guaranteed: sentence detection is a regex (abbreviations like "Dr." may end a
@@ -30,13 +34,14 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from posttrain.context.tokens import count_batch, token_counter, token_spans
+from posttrain.context.tokens import TokenCounter, count_batch, token_counter, token_spans
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,16 @@ class _Block:
     start: int
     end: int
     rows: list[tuple[int, int]]  # line spans, for tables
+
+
+@dataclass(frozen=True)
+class _Span:
+    """A chunk-to-be: its character span and the section it belongs to."""
+
+    start: int
+    end: int
+    section: int
+    heading: str
 
 
 def _lines(text: str) -> Iterator[tuple[int, int]]:
@@ -175,7 +190,8 @@ class _Tokens:
         return head + self.index(b) - self.index(end)
 
     def char(self, tok: int) -> int:
-        return int(self.starts[tok])
+        """Where token `tok` starts; the end of the text for `tok` past the last token."""
+        return int(self.starts[tok]) if tok < self.n else len(self.text)
 
 
 def _snap(text: str, pos: int, limit: int, tables: list[tuple[int, int]], fallback: int) -> int:
@@ -243,7 +259,9 @@ def chunk_text(
     overlap_tokens: int = 30,
 ) -> list[Chunk]:
     """Chunks of at most `max_tokens` tokens (of `tokenizer`; None: the chars/4
-    estimate), `overlap_tokens` shared between consecutive chunks of one section."""
+    estimate), `overlap_tokens` shared between consecutive chunks of one section.
+    Raises ValueError for settings out of range, or a character that alone takes
+    more than `max_tokens` tokens."""
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
     if not 0 <= overlap_tokens < max_tokens:
@@ -256,14 +274,15 @@ def chunk_text(
     tokens = _Tokens(text, blocks, tokenizer)
     window = max(1, max_tokens - overlap_tokens)
     tables = [(b.start, b.end) for b in blocks if b.kind == "table"]
-    spans: list[tuple[int, int, str]] = []  # (start, end, heading) before trimming
+    spans: list[_Span] = []  # before stripping and trimming
     heading = ""
+    section = 0  # a number per section: two sections may share a heading's text
     cur_start = cur_end = -1
     section_has_body = False
 
     def emit() -> None:
         if cur_start >= 0:
-            spans.append((cur_start, cur_end, heading))
+            spans.append(_Span(cur_start, cur_end, section, heading))
 
     for block in blocks:
         if block.kind == "heading":
@@ -271,6 +290,7 @@ def chunk_text(
             if section_has_body or cur_start < 0:
                 emit()
                 cur_start, cur_end = block.start, block.end
+                section += 1
             else:  # consecutive headings form one section; the nearest one names it
                 cur_end = block.end
             heading, section_has_body = line, False
@@ -301,38 +321,69 @@ def chunk_text(
 def _finish(
     text: str,
     doc_id: str,
-    spans: list[tuple[int, int, str]],
+    spans: list[_Span],
     tokens: _Tokens,
     tokenizer: Any | None,
     max_tokens: int,
 ) -> list[Chunk]:
-    """Strip, count exactly, and trim any chunk the seams made too long."""
-    stripped: list[tuple[int, int, str]] = []
-    for a, b, h in spans:
-        seg = text[a:b]
-        a2 = a + (len(seg) - len(seg.lstrip()))
-        b2 = b - (len(seg) - len(seg.rstrip()))
-        if b2 > a2:
-            stripped.append((a2, b2, h))
+    """Strip, count exactly, and trim any chunk the seams made too long. A trimmed
+    tail joins the next span of its section (which then starts where the trimmed
+    chunk ends), or, at the end of a section, becomes a chunk of its own: no text
+    is lost to trimming."""
+    pending = deque(s for s in (_strip(text, sp) for sp in spans) if s is not None)
     counter = token_counter(tokenizer)
-    counts = count_batch(counter, [text[a:b] for a, b, _ in stripped])
+    counts: deque[int | None] = deque(
+        count_batch(counter, [text[sp.start : sp.end] for sp in pending])
+    )
     chunks: list[Chunk] = []
-    floor = 0  # where the previous chunk ended after trimming
-    for i, (a, b, h) in enumerate(stripped):
-        n = counts[i]
-        if i and chunks[-1].heading == h and floor < stripped[i - 1][1] and a > floor:
-            # the previous chunk was trimmed: start this one where it now ends
-            a = floor + (len(text[floor:b]) - len(text[floor:b].lstrip()))
-            n = counter.count(text[a:b])
-        while n > max_tokens:
-            # cut the excess off the end, in the document's tokens, and count again
-            end_tok = tokens.index(b) - (n - max_tokens)
-            new_b = tokens.char(max(end_tok, tokens.index(a) + 1))
-            new_b = a + len(text[a:new_b].rstrip())
-            if new_b <= a or new_b >= b:
-                new_b = a + max(1, (b - a) * max_tokens // n)
-            b = new_b
-            n = counter.count(text[a:b])
-        floor = b
-        chunks.append(Chunk(f"{doc_id}#{i}", doc_id, i, text[a:b], a, b, n, h))
+    while pending:
+        span = pending.popleft()
+        counted = counts.popleft()
+        n = counted if counted is not None else counter.count(text[span.start : span.end])
+        a, b = span.start, span.end
+        if n > max_tokens:
+            b, n = _trim(text, a, b, n, tokens, counter, max_tokens)
+            rest = _strip(text, replace(span, start=b))
+            joins_next = bool(pending) and pending[0].section == span.section
+            if rest is not None and joins_next:
+                if pending[0].start > rest.start:  # else the next span's overlap holds it
+                    pending[0] = replace(pending[0], start=rest.start)
+                    counts[0] = None
+            elif rest is not None:
+                pending.appendleft(rest)
+                counts.appendleft(None)
+        i = len(chunks)
+        chunks.append(Chunk(f"{doc_id}#{i}", doc_id, i, text[a:b], a, b, n, span.heading))
     return chunks
+
+
+def _strip(text: str, span: _Span) -> _Span | None:
+    """`span` without its leading and trailing whitespace; None when nothing is left."""
+    seg = text[span.start : span.end]
+    start = span.start + (len(seg) - len(seg.lstrip()))
+    end = span.end - (len(seg) - len(seg.rstrip()))
+    return replace(span, start=start, end=end) if end > start else None
+
+
+def _trim(
+    text: str, a: int, b: int, n: int, tokens: _Tokens, counter: TokenCounter, max_tokens: int
+) -> tuple[int, int]:
+    """Shorten [a, b), `n` tokens long, until it fits in `max_tokens`; returns the new
+    end and its token count. Raises ValueError when the first character alone takes
+    more: chunks are at most `max_tokens` long, and a character cannot be split."""
+    while n > max_tokens:
+        if b - a <= 1:
+            raise ValueError(
+                f"max_tokens={max_tokens} is too small: the character {text[a]!r} at "
+                f"offset {a} alone takes {n} tokens"
+            )
+        # cut the excess off the end, in the document's tokens, and count again
+        end_tok = tokens.index(b) - (n - max_tokens)
+        new_b = tokens.char(max(end_tok, tokens.index(a) + 1))
+        new_b = a + len(text[a:new_b].rstrip())
+        if new_b <= a or new_b >= b:
+            # no token boundary helps: shrink in proportion, at least one character
+            new_b = a + max(1, (b - a) * max_tokens // n)
+        b = new_b
+        n = counter.count(text[a:b])
+    return b, n

@@ -134,11 +134,36 @@ def _truncate_middle(
             f"{len(ids)} tokens of its longest message and more ({cut})"
         )
     keep = len(ids) - cut
-    head, tail = ids[: keep - keep // 2], ids[len(ids) - keep // 2 :]
-    marker = f"\n[... {cut} tokens cut from the middle ...]\n"
-    text = str(tokenizer.decode(head)) + marker + str(tokenizer.decode(tail))
-    messages[i] = dataclasses.replace(messages[i], content=text)
+    head, head_end = _decode_to_char_boundary(tokenizer, ids, keep - keep // 2, step=-1)
+    tail, tail_start = _decode_to_char_boundary(tokenizer, ids, len(ids) - keep // 2, step=1)
+    marker = f"\n[... {tail_start - head_end} tokens cut from the middle ...]\n"
+    messages[i] = dataclasses.replace(messages[i], content=head + marker + tail)
     return messages
+
+
+_MAX_BOUNDARY_MOVES = 8  # a UTF-8 character is at most 4 bytes, so 3 byte tokens
+
+
+def _decode_to_char_boundary(
+    tokenizer: Any, ids: list[int], cut: int, step: int
+) -> tuple[str, int]:
+    """The head `ids[:cut]` (step -1) or the tail `ids[cut:]` (step 1) decoded, with the
+    cut moved away from the kept side until it no longer splits a character: byte-level
+    tokens can hold part of one, which decodes to U+FFFD. Moving only shrinks what is
+    kept, so the prompt still fits. The moves are bounded so that U+FFFD the text
+    itself holds at the cut costs a few tokens, not the whole side."""
+
+    def decode(at: int) -> str:
+        return str(tokenizer.decode(ids[:at] if step < 0 else ids[at:]))
+
+    text = decode(cut)
+    for _ in range(_MAX_BOUNDARY_MOVES):
+        split = text.endswith("\ufffd") if step < 0 else text.startswith("\ufffd")
+        if not split or not 0 < cut < len(ids):
+            break
+        cut += step
+        text = decode(cut)
+    return text, cut
 
 
 def split_question(task: Task) -> tuple[int, str, str]:

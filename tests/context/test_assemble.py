@@ -54,6 +54,23 @@ def test_document_order_follows_the_text(smollm2: Any, document: str) -> None:
     assert indices == sorted(indices)
 
 
+def test_document_order_keeps_the_documents_in_the_order_given() -> None:
+    # ids that sort differently as strings ("d10" < "d2") than as given
+    docs = {"d2": "river one", "d10": "river two", "a": "river three"}
+    ctx = assemble("river", docs, 100, order="document")
+    assert ctx.chunk_ids == ["d2#0", "d10#0", "a#0"]
+
+
+def test_document_order_of_several_documents_needs_their_order() -> None:
+    chunks = chunk_text("river one", "d2", None, 50, 0) + chunk_text(
+        "river two", "d10", None, 50, 0
+    )
+    with pytest.raises(ValueError, match="needs doc_ids"):
+        order_chunks(chunks, "document")
+    with pytest.raises(ValueError, match=r"\['d2'\] are not in doc_ids"):
+        order_chunks(chunks, "document", ["d10"])
+
+
 def test_several_documents_keep_their_ids(document: str) -> None:
     ctx = assemble("orchard", {"a": document, "b": "An orchard of pears."}, 3000)
     assert any(cid.startswith("b#") for cid in ctx.chunk_ids)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -124,3 +125,114 @@ def test_empty_or_blank_text_gives_no_chunks() -> None:
 def test_bad_settings_are_refused(max_tokens: int, overlap: int) -> None:
     with pytest.raises(ValueError, match="tokens"):
         chunk_text("some text", max_tokens=max_tokens, overlap_tokens=overlap)
+
+
+# Words that stress the seams: multi-byte characters, digits, pipes and tabs.
+_FUZZ_WORDS = [
+    "river",
+    "stone",
+    "market",
+    "Dr.",
+    "e.g.",
+    "naïve",
+    "café",
+    "日本語",
+    "emoji🙂",
+    "x|y",
+    "a\tb",
+    "1234567",
+    "x!",
+    "y.",
+]
+_FUZZ_HEADINGS = ["# Notes", "## Notes", "Chapter 2", "PART ONE"]
+
+
+def _random_document(rng: random.Random) -> str:
+    """Headings (some repeated), short tables and prose, with varied blank lines."""
+    parts: list[str] = []
+    for _ in range(rng.randint(1, 6)):
+        r = rng.random()
+        if r < 0.25:
+            parts.append(rng.choice(_FUZZ_HEADINGS))
+        elif r < 0.4:
+            rows = rng.randint(2, 5)
+            parts.append(
+                "\n".join(
+                    f"| {rng.choice(_FUZZ_WORDS)} | {rng.randint(0, 99)} |" for _ in range(rows)
+                )
+            )
+        else:
+            words = " ".join(rng.choice(_FUZZ_WORDS) for _ in range(rng.randint(1, 25)))
+            parts.append(words + rng.choice([".", "!", ""]))
+    return "".join(p + rng.choice(["\n\n", "\n", "\n \n"]) for p in parts)
+
+
+def _crosses_a_section(text: str, start: int, end: int) -> bool:
+    """True when a heading line follows body text inside the chunk text[start:end]."""
+    line_start = text.rfind("\n", 0, start) + 1  # judge a cut first line by its whole line
+    seen_body = False
+    for line in text[line_start:end].splitlines():
+        if is_heading(line) and seen_body:
+            return True
+        seen_body = seen_body or (bool(line.strip()) and not is_heading(line))
+    return False
+
+
+@pytest.fixture(params=["estimate", "bytes", "smollm2"])
+def any_tokenizer(request: pytest.FixtureRequest) -> Any:
+    """No tokenizer (the chars/4 estimate), the built-in byte-level one, SmolLM2's."""
+    if request.param == "estimate":
+        return None
+    return request.getfixturevalue("tokenizer" if request.param == "bytes" else "smollm2")
+
+
+def test_random_documents_lose_no_text_and_stay_in_bounds(any_tokenizer: Any) -> None:
+    counter = token_counter(any_tokenizer)
+    rng = random.Random(0)
+    for case in range(300):
+        text = _random_document(rng)
+        # 4 tokens at least: one emoji is 4 byte-level tokens, and a character cannot be cut
+        max_tokens = rng.choice([4, 6, 12, 24, 48])
+        overlap = rng.choice([0, 1, max_tokens // 4, max_tokens // 2])
+        chunks = chunk_text(text, "d", any_tokenizer, max_tokens, overlap)
+        covered = bytearray(len(text))
+        for c in chunks:
+            where = f"case {case} ({max_tokens=}, {overlap=}), chunk {c.id} of {text!r}"
+            assert text[c.start : c.end] == c.text, where
+            assert counter.count(c.text) == c.n_tokens <= max_tokens, where
+            assert not _crosses_a_section(text, c.start, c.end), where
+            covered[c.start : c.end] = b"\x01" * (c.end - c.start)
+        # whitespace between chunks (blank lines, a trimmed seam) is stripped by design
+        lost = [ch for i, ch in enumerate(text) if not ch.isspace() and not covered[i]]
+        assert lost == [], f"case {case} ({max_tokens=}, {overlap=}) lost {lost} of {text!r}"
+
+
+@pytest.mark.parametrize(
+    ("text", "max_tokens", "use_smollm2"), [("y. ccc eeeee", 2, False), ("日本語 x!", 4, True)]
+)
+def test_a_trimmed_last_chunk_keeps_its_tail(
+    smollm2: Any, text: str, max_tokens: int, use_smollm2: bool
+) -> None:
+    chunks = chunk_text(text, "d", smollm2 if use_smollm2 else None, max_tokens, 0)
+    assert chunks[-1].end == len(text)
+    assert all(c.n_tokens <= max_tokens for c in chunks)
+
+
+def test_a_trimmed_tail_does_not_join_the_next_section_of_the_same_name() -> None:
+    text = "# Notes\n\nlantern stone café 日本語\n\n# Notes\n\nstone stone river"
+    chunks = chunk_text(text, "d", None, max_tokens=5, overlap_tokens=0)
+    assert "日本語" in {c.text for c in chunks}
+    assert [c.text for c in chunks if "# Notes" in c.text] == ["# Notes", "# Notes"]
+
+
+def test_trimming_up_to_the_last_token_of_the_document(smollm2: Any) -> None:
+    # once an IndexError: the trim asked where the token after the last one starts
+    text = "y. café market"
+    chunks = chunk_text(text, "d", smollm2, max_tokens=3, overlap_tokens=0)
+    assert "".join(c.text for c in chunks).replace(" ", "") == text.replace(" ", "")
+
+
+def test_a_character_longer_than_max_tokens_is_a_value_error(tokenizer: Any) -> None:
+    # the emoji is 4 byte-level tokens; trimming once looped forever trying to cut it
+    with pytest.raises(ValueError, match=r"max_tokens=3 .*'🙂'"):
+        chunk_text("stone y. emoji🙂 café", "d", tokenizer, max_tokens=3, overlap_tokens=0)

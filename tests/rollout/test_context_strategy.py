@@ -98,6 +98,25 @@ def test_truncate_middle_marks_the_cut_and_keeps_head_and_tail(tokenizer: Any) -
     assert content.endswith(QUESTION)
 
 
+@pytest.mark.parametrize("window", range(300, 312))
+def test_truncate_middle_cuts_byte_level_tokens_only_between_characters(
+    tokenizer: Any, window: int
+) -> None:
+    # 3-byte kana and kanji and a 4-byte emoji: byte-level tokens hold parts of them,
+    # and each window moves the cuts to another byte of a character
+    original = "日本語のテキスト🙂" * 40 + "\n\nQuestion?"
+    task = Task("t-ja", "arith/addition-v1", [Message("user", original)], "a", 1, 0)
+    fitted = fit_prompt(task, tokenizer, window, 50, OverLongPolicy("truncate_middle"))
+    content = fitted.prompt[-1].content
+    assert "\ufffd" not in content
+    assert prompt_length(tokenizer, fitted.prompt) <= window - 50
+    head, _, rest = content.partition("\n[... ")
+    said, _, tail = rest.partition(" tokens cut from the middle ...]\n")
+    assert original.startswith(head) and original.endswith(tail)
+    kept = len(tokenizer.encode(head + tail, add_special_tokens=False))
+    assert int(said) == len(tokenizer.encode(original, add_special_tokens=False)) - kept
+
+
 def test_unknown_strategy_is_refused_with_the_choices() -> None:
     with pytest.raises(ValueError, match="expected one of"):
         OverLongPolicy("shorten")  # type: ignore[arg-type]
