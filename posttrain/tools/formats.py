@@ -28,21 +28,26 @@ and "parameters"/"arguments" — an answer that is exactly such JSON is taken fo
 call, and text that merely opens with `{` is an answer, not a malformed call.
 Content around the calls is not returned; detection reads template text only, so a
 template that renders tool calls some other way falls back to `"tool_call"`.
+
+As in `parse_tool_calls`, markup inside a call's JSON strings (`"[TOOL_CALLS]"`,
+`"<|python_tag|>"`) is read as text, so every call written in a format parses back,
+and NaN or Infinity make a call malformed.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from posttrain.tools.arguments import snippet
 from posttrain.tools.parse import (
     TOOL_CALL_OPEN,
+    JsonRead,
     ParsedCalls,
     add_decoded,
     call_from_payload,
     parse_tool_calls,
+    read_json,
 )
 
 TOOL_FORMATS = ("tool_call", "llama3_json", "mistral")
@@ -59,7 +64,6 @@ _TEMPLATE_MARKERS = (
     ('"parameters": ', "llama3_json"),  # Llama 3.2's template has no python tag
 )
 _SEPARATOR = re.compile(r"\s*;?\s*")
-_DECODER = json.JSONDecoder()
 
 
 def detect_tool_format(tokenizer: Any) -> str:
@@ -117,14 +121,8 @@ def parse_for_format(text: str, fmt: str) -> ParsedCalls:
     return parsed
 
 
-def _decode_at(text: str, pos: int) -> tuple[Any, int] | str:
-    """The JSON value starting at `pos` and the index after it, or why there is none."""
-    try:
-        return _DECODER.raw_decode(text, pos)
-    except json.JSONDecodeError as exc:
-        return f"invalid JSON ({exc.msg}) in {snippet(text[pos : pos + 60])}"
-    except (ValueError, RecursionError) as exc:
-        return f"invalid JSON ({type(exc).__name__}) in {snippet(text[pos : pos + 60])}"
+def _problem(read: JsonRead, text: str) -> str:
+    return f"invalid JSON ({read.error}) in {snippet(text[read.start : read.start + 60])}"
 
 
 def _looks_like_call(value: Any) -> bool:
@@ -137,29 +135,44 @@ def _looks_like_call(value: Any) -> bool:
 
 def _llama_items(text: str) -> list[Any]:
     """Call payloads (dicts) and error messages (str), in order, from a Llama message."""
-    tag = text.find(PYTHON_TAG)
-    tagged = tag >= 0
-    body = text[tag + len(PYTHON_TAG) :] if tagged else text
+    # The JSON values the message opens with are read before looking for the tag, so a
+    # tag inside one of their strings is not taken for the real one.
+    pos = _skip_separator(text, 0)
+    leading, stop = _json_run(text, pos) if text.startswith("{", pos) else ([], 0)
+    tag = text.find(PYTHON_TAG, stop)
+    if tag < 0:
+        if not leading or not leading[0].whole or not _looks_like_call(leading[0].value):
+            return []  # an answer (JSON, or text opening with a brace), not a call
+        return _run_items(leading, text)
+    body = text[tag + len(PYTHON_TAG) :]
     pos = _skip_separator(body, 0)
-    if pos >= len(body) or body[pos] != "{":
-        if tagged:  # the tag promises a call
-            got = snippet(body[pos : pos + 60])
-            return [f"tool call 0: expected a JSON object after {PYTHON_TAG}, got {got}"]
-        return []
-    items: list[Any] = []
-    while pos < len(body):
-        decoded = _decode_at(body, pos)
-        if isinstance(decoded, str):
-            if not items and not tagged:
-                return []  # text that happens to open with a brace: an answer, not a call
-            items.append(f"tool call {len(items)}: {decoded} at character {pos}")
+    if not body.startswith("{", pos):  # the tag promises a call
+        got = snippet(body[pos : pos + 60])
+        return [f"tool call 0: expected a JSON object after {PYTHON_TAG}, got {got}"]
+    return _run_items(_json_run(body, pos)[0], body)
+
+
+def _json_run(text: str, pos: int) -> tuple[list[JsonRead], int]:
+    """The reads of JSON values from `pos` on, separated by `;` or space, up to the end of
+    the text or up to and including the first that is not a whole value; and where that
+    one starts (or the end of the text)."""
+    reads: list[JsonRead] = []
+    while pos < len(text):
+        read = read_json(text, pos)
+        reads.append(read)
+        if not read.whole:
             break
-        value, pos = decoded
-        if not items and not tagged and not _looks_like_call(value):
-            return []  # a JSON answer, not a call
-        items.append(value)
-        pos = _skip_separator(body, pos)
-    return items
+        pos = _skip_separator(text, read.end)
+    return reads, pos
+
+
+def _run_items(reads: list[JsonRead], text: str) -> list[Any]:
+    return [
+        f"tool call {i}: {_problem(read, text)} at character {read.start}"
+        if read.error
+        else read.value
+        for i, read in enumerate(reads)
+    ]
 
 
 def _skip_separator(text: str, pos: int) -> int:
@@ -170,29 +183,47 @@ def _skip_separator(text: str, pos: int) -> int:
 def _mistral_items(text: str) -> list[Any]:
     """Call payloads (dicts) and error messages (str), in order, from a Mistral message."""
     items: list[Any] = []
-    for segment in text.split(MISTRAL_TOOL_CALLS)[1:]:
+    marker = text.find(MISTRAL_TOOL_CALLS)
+    while marker >= 0:
+        start = marker + len(MISTRAL_TOOL_CALLS)
+        following = text.find(MISTRAL_TOOL_CALLS, start)
+        segment = text[start:following] if following >= 0 else text[start:]
         body = segment.lstrip()
-        if body.startswith("[") or body.startswith("{"):
-            decoded = _decode_at(body, 0)
-            if isinstance(decoded, str):
-                items.append(f"tool call {len(items)}: {decoded}")
-            elif isinstance(decoded[0], list):
-                items.extend(decoded[0])
-            else:
-                items.append(decoded[0])
+        name: str | None = None  # set for the v11 form, name[ARGS]{...}
+        if not body.startswith(("[", "{")):
+            head, found, rest = body.partition(MISTRAL_ARGS)
+            if not found:
+                items.append(
+                    f"tool call {len(items)}: {MISTRAL_TOOL_CALLS} must be followed by a JSON "
+                    f"array or name{MISTRAL_ARGS}{{...}}, got {snippet(body[:60])}"
+                )
+                marker = following
+                continue
+            name = head.split(MISTRAL_CALL_ID, 1)[0].strip()
+            body = rest.lstrip()
+        # Read from the whole text, as the value may hold the marker in a string (linear
+        # in all, as in `parse._blocks`).
+        value_start = start + len(segment) - len(body)  # body is a suffix of the segment
+        read = read_json(text, value_start)
+        if read.whole:
+            _add_mistral_item(items, read, text, name)
+            marker = text.find(MISTRAL_TOOL_CALLS, read.end)
             continue
-        name, found, rest = body.partition(MISTRAL_ARGS)
-        name = name.split(MISTRAL_CALL_ID, 1)[0].strip()
-        if not found:
-            items.append(
-                f"tool call {len(items)}: {MISTRAL_TOOL_CALLS} must be followed by a JSON "
-                f"array or name{MISTRAL_ARGS}{{...}}, got {snippet(body[:60])}"
-            )
-            continue
-        start = len(rest) - len(rest.lstrip())
-        decoded = _decode_at(rest, start)
-        if isinstance(decoded, str):
-            items.append(f"tool call {len(items)} ({snippet(name)}): arguments: {decoded}")
-        else:
-            items.append({"name": name, "arguments": decoded[0]})
+        # Not one JSON value: what is reported is the segment up to the next marker.
+        _add_mistral_item(items, read_json(body, 0), body, name)
+        marker = following
     return items
+
+
+def _add_mistral_item(items: list[Any], read: JsonRead, text: str, name: str | None) -> None:
+    """Add the calls of one `[TOOL_CALLS]` (`read` from `text`), or why there are none."""
+    if read.error:
+        where = f"tool call {len(items)}" + ("" if name is None else f" ({snippet(name)})")
+        arguments = "" if name is None else " arguments:"
+        items.append(f"{where}:{arguments} {_problem(read, text)}")
+    elif name is not None:
+        items.append({"name": name, "arguments": read.value})
+    elif isinstance(read.value, list):
+        items.extend(read.value)
+    else:
+        items.append(read.value)

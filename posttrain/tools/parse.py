@@ -7,6 +7,12 @@ feeds those messages back to the model as failed observations. `format_tool_call
 writes the compact canonical form (what references and SFT data use), and
 `function_schema` builds the OpenAI function-format schema a session advertises.
 
+A block is the JSON value after `<tool_call>` and the closing tag after it, so a string
+argument may itself hold the markup (a file that documents tool calls): whatever the
+arguments, `parse_tool_calls(format_tool_call(call))` gives the call back. Only when
+the text after a tag is not one JSON value does the block end at the next closing
+tag. NaN and Infinity, which Python's json reads but JSON lacks, make a call malformed.
+
 Not guaranteed: the parser does not validate arguments against a tool's schema
 (the tool does that), and it does not look for calls in any other markup (no
 Markdown code fences, no bare JSON). It never raises, whatever the text.
@@ -26,6 +32,9 @@ TOOL_CALL_CLOSE = "</tool_call>"
 
 _SNIPPET_CHARS = 60
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")  # the whitespace json.loads allows around a value
+_FIRST_WINDOW = 1024  # characters `read_json` reads first
+_LOOKAHEAD = 16  # more than the decoder peeks past a failing token (`-Infinity`, `\uXXXX`)
 
 
 @dataclass
@@ -36,11 +45,79 @@ class ParsedCalls:
     errors: list[str] = field(default_factory=list)
 
 
+class _NonJsonConstant(ValueError):
+    """NaN, Infinity or -Infinity: Python's json reads them, but they are not JSON."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonJsonConstant(f"{name} is not valid JSON")
+
+
+_STRICT = json.JSONDecoder(parse_constant=_reject_constant)
+_LENIENT = json.JSONDecoder(parse_constant=lambda name: None)
+
+
+def loads_json(text: str) -> Any:
+    """`json.loads` for model output: NaN and Infinity raise ValueError like other bad JSON."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+@dataclass(slots=True)
+class JsonRead:
+    """What `read_json` found at one position of model text."""
+
+    start: int  # where the value was to start
+    end: int  # just past the value when `whole`; else where reading stopped
+    whole: bool  # a syntactically whole value was read (it may still hold a NaN)
+    value: Any = None  # the value when `whole`; a NaN or Infinity in it reads as None
+    error: str = ""  # why this is not one valid JSON value; "" when it is
+
+
+def read_json(text: str, pos: int) -> JsonRead:
+    """The JSON value starting exactly at `pos`, read across any markup inside its strings.
+
+    A NaN or Infinity still delimits the value (so the caller knows where the call
+    ends) but sets `error`. Never raises.
+    """
+    size = _FIRST_WINDOW
+    while True:
+        # A bounded copy, grown while the value may run past its end: the message of a
+        # failed read counts the lines before the failure, and over the whole text that
+        # would make a long output full of tags quadratic.
+        window = text[pos : pos + size]
+        final = pos + size >= len(text)
+        try:
+            value, end, error = _decode_prefix(window)
+        except json.JSONDecodeError as exc:
+            # An unterminated string is reported where it starts but was read to the end.
+            stop = len(window) if exc.msg.startswith("Unterminated string") else exc.pos
+            if final or stop < len(window) - _LOOKAHEAD:
+                return JsonRead(pos, pos + stop, whole=False, error=exc.msg)
+        except (ValueError, RecursionError) as exc:  # an over-long integer, deep nesting
+            return JsonRead(pos, pos + len(window), whole=False, error=type(exc).__name__)
+        else:
+            if final or end < len(window):  # a number that ends at the cut may go on
+                return JsonRead(pos, pos + end, whole=True, value=value, error=error)
+        size *= 4
+
+
+def _decode_prefix(doc: str) -> tuple[Any, int, str]:
+    """The JSON value `doc` opens with, the index after it, and "" or, when it holds a NaN
+    or Infinity (read as None), why it is not valid. Raises what `raw_decode` raises."""
+    try:
+        value, end = _STRICT.raw_decode(doc)
+        return value, end, ""
+    except _NonJsonConstant as exc:
+        value, end = _LENIENT.raw_decode(doc)  # read again to the end of the value
+        return value, end, str(exc)
+
+
 @dataclass
 class _Block:
     start: int  # index of the opening tag
     end: int  # index just past the closing tag, or -1 when the tag never closes
     body: str
+    read: JsonRead | None = None  # the body's JSON, when the block was delimited by reading it
 
 
 def _blocks(text: str) -> list[_Block]:
@@ -53,6 +130,18 @@ def _blocks(text: str) -> list[_Block]:
         if start < 0:
             return blocks
         body_start = start + len(TOOL_CALL_OPEN)
+        # Reads stay linear in all: a read that passes later tags holds them in its
+        # strings, so a read from one of those meets the next outside its own strings
+        # (a tag is not JSON) and stops there.
+        read = read_json(text, _skip_json_space(text, body_start))
+        after = _skip_json_space(text, read.end) if read.whole else -1
+        if read.whole and text.startswith(TOOL_CALL_CLOSE, after):
+            end = after + len(TOOL_CALL_CLOSE)
+            blocks.append(_Block(start, end, text[body_start:after], read))
+            pos = end
+            continue
+        # Not one JSON value and then the closing tag: the block ends at the next closing
+        # tag, which keeps the messages for malformed calls short and local.
         if close < body_start:
             close = text.find(TOOL_CALL_CLOSE, body_start)
         if close < 0:
@@ -69,6 +158,11 @@ def _blocks(text: str) -> list[_Block]:
         pos = end
 
 
+def _skip_json_space(text: str, pos: int) -> int:
+    match = _JSON_SPACE.match(text, pos)
+    return match.end() if match else pos
+
+
 def _snippet(body: str) -> str:
     flat = " ".join(body.split())
     if len(flat) > _SNIPPET_CHARS:
@@ -76,14 +170,23 @@ def _snippet(body: str) -> str:
     return repr(flat)
 
 
-def _decode_call(body: str, index: int) -> ToolCall | str:
-    """A ToolCall from one block's body, or an error message saying what is wrong."""
+def _decode_call(block: _Block, index: int) -> ToolCall | str:
+    """A ToolCall from one closed block, or an error message saying what is wrong."""
     where = f"tool call {index}"
+    if block.read is not None:
+        if block.read.error:
+            return f"{where}: invalid JSON ({block.read.error}) in {_snippet(block.body)}"
+        return call_from_payload(block.read.value, index)
     try:
-        payload = json.loads(body)
+        payload = loads_json(block.body)
     except (ValueError, RecursionError) as exc:
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
-        return f"{where}: invalid JSON ({reason}) in {_snippet(body)}"
+        if isinstance(exc, json.JSONDecodeError):
+            reason = exc.msg
+        elif isinstance(exc, _NonJsonConstant):
+            reason = str(exc)
+        else:
+            reason = type(exc).__name__
+        return f"{where}: invalid JSON ({reason}) in {_snippet(block.body)}"
     return call_from_payload(payload, index)
 
 
@@ -101,7 +204,7 @@ def call_from_payload(payload: Any, index: int) -> ToolCall | str:
     arguments: Any = payload.get(key, {})
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            arguments = loads_json(arguments)
         except (ValueError, RecursionError):
             return f'{where}: "{key}" is a string that is not valid JSON'
     if not isinstance(arguments, dict):
@@ -133,7 +236,7 @@ def parse_tool_calls(text: str) -> ParsedCalls:
                 f"is never closed by {TOOL_CALL_CLOSE}"
             )
             continue
-        add_decoded(parsed, _decode_call(block.body, index))
+        add_decoded(parsed, _decode_call(block, index))
     return parsed
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import doctest
 import importlib.util
+import json
+import math
 import random
+import string
 import time
 from typing import Any
 
@@ -15,11 +18,13 @@ from posttrain.tools import (
     TOOL_FORMATS,
     ParsedCalls,
     detect_tool_format,
+    format_tool_call,
     parse_for_format,
     parse_tool_calls,
     template_renders_tools,
 )
 from posttrain.tools import formats as formats_module
+from posttrain.tools.formats import PYTHON_TAG
 from posttrain.types import ToolCall
 
 QWEN_TEMPLATE = (
@@ -251,3 +256,159 @@ def test_a_megabyte_of_model_output_parses_within_a_second(kind: str) -> None:
 
 def test_doctests() -> None:
     assert doctest.testmod(formats_module).failed == 0
+
+
+# Every way a call can be written: each takes the calls and a json.dumps to write with.
+def _tool_call_form(calls: list[ToolCall], dumps: Any) -> str:
+    return "Let me check. " + "\n".join(format_tool_call(c) for c in calls) + " Done."
+
+
+def _llama_form(calls: list[ToolCall], dumps: Any) -> str:
+    return "; ".join(dumps({"name": c.name, "parameters": c.arguments}) for c in calls)
+
+
+def _llama_tagged_form(calls: list[ToolCall], dumps: Any) -> str:
+    return "Searching. " + PYTHON_TAG + _llama_form(calls, dumps)
+
+
+def _mistral_array_form(calls: list[ToolCall], dumps: Any) -> str:
+    payload = [{"name": c.name, "arguments": c.arguments} for c in calls]
+    return "Let me look. [TOOL_CALLS]" + dumps(payload)
+
+
+def _mistral_v11_form(calls: list[ToolCall], dumps: Any) -> str:
+    return "".join(f"[TOOL_CALLS]{c.name}[ARGS]{dumps(c.arguments)}" for c in calls)
+
+
+def _mistral_call_id_form(calls: list[ToolCall], dumps: Any) -> str:
+    return "".join(f"[TOOL_CALLS]{c.name}[CALL_ID]a1B2c3D4e[ARGS]{dumps(c.arguments)}" for c in calls)  # fmt: skip
+
+
+FORMS = {
+    "tool_call": ("tool_call", _tool_call_form),
+    "llama3_json": ("llama3_json", _llama_form),
+    "llama3_json tagged": ("llama3_json", _llama_tagged_form),
+    "mistral array": ("mistral", _mistral_array_form),
+    "mistral v11": ("mistral", _mistral_v11_form),
+    "mistral v11 call id": ("mistral", _mistral_call_id_form),
+}
+# Text a string argument may hold: every format's markup, JSON syntax, escapes, unicode.
+PIECES = [*MARKERS, "\\", "\\n", '\\"', "\n", "\t", "\x00", "\x1f", "\u2028", "é", "日本"]
+PIECES += ["🙂", "\ud800", "NaN", "-Infinity", "null", "true", " ", "a", "0", "-1e5"]
+
+
+def _string(rng: random.Random) -> str:
+    if rng.random() < 0.05:  # longer than parse.read_json's first window
+        return "x" * rng.randrange(900, 3_000) + rng.choice(MARKERS)
+    return "".join(rng.choice(PIECES) for _ in range(rng.randrange(8)))
+
+
+def _value(rng: random.Random, depth: int) -> Any:
+    kind = rng.randrange(7 if depth < 3 else 5)
+    if kind == 0:
+        return _string(rng)
+    if kind == 1:
+        return rng.randrange(-(10**20), 10**20)
+    if kind == 2:
+        return rng.choice([rng.uniform(-1e6, 1e6), rng.uniform(-1, 1) * 1e-300, 0.0, -0.0])
+    if kind == 3:
+        return rng.random() < 0.5
+    if kind == 4:
+        return None
+    if kind == 5:
+        return [_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return _arguments(rng, depth + 1)
+
+
+def _arguments(rng: random.Random, depth: int = 1) -> dict[str, Any]:
+    return {_string(rng): _value(rng, depth) for _ in range(rng.randrange(5))}
+
+
+def _dumps(rng: random.Random) -> Any:
+    """json.dumps as some model or template might write: ASCII or not, compact or not."""
+    ensure_ascii = rng.random() < 0.5
+    separators = rng.choice([(",", ":"), (", ", ": ")])
+    return lambda value: json.dumps(value, ensure_ascii=ensure_ascii, separators=separators)
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_any_calls_written_in_a_format_parse_back(form: str) -> None:
+    fmt, write = FORMS[form]
+    rng = random.Random(f"round trip {form}")
+    name_chars = string.ascii_letters + string.digits + "_-"
+    for _ in range(300):
+        calls = [
+            ToolCall(
+                "".join(rng.choice(name_chars) for _ in range(rng.randrange(1, 20))),
+                _arguments(rng),
+                id=f"call_{i}",
+            )
+            for i in range(rng.randrange(1, 4))
+        ]
+        text = write(calls, _dumps(rng))
+        assert parse_for_format(text, fmt) == ParsedCalls(calls, []), text
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_values_cut_by_the_first_read_window_still_parse_back(form: str) -> None:
+    fmt, write = FORMS[form]
+    dumps = _dumps(random.Random(0))
+    for pad in range(990, 1_030):  # moves each token across parse.read_json's first cut
+        arguments = {"s": "x" * pad, "n": 123456789, "f": -1.5e-07, "t": True, "z": None}
+        calls = [ToolCall("f", arguments, id="call_0")]
+        assert parse_for_format(write(calls, dumps), fmt) == ParsedCalls(calls, [])
+
+
+CONSTANTS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+@pytest.mark.parametrize("constant", list(CONSTANTS))
+@pytest.mark.parametrize("form", list(FORMS))
+def test_non_json_constants_make_a_call_malformed_in_every_format(form: str, constant: str) -> None:
+    fmt, write = FORMS[form]
+    for pad in [0, 1_020]:  # the constant far from, then across, the first read window's cut
+        call = ToolCall("f", {"s": "x" * pad, "x": [1, CONSTANTS[constant]]})
+        parsed = parse_for_format(write([call], json.dumps), fmt)  # json.dumps writes NaN
+        assert parsed.calls == [] and len(parsed.errors) == 1
+        assert f"invalid JSON ({constant} is not valid JSON)" in parsed.errors[0]
+
+
+@pytest.mark.parametrize("form", ["tool_call", "llama3_json", "llama3_json tagged", "mistral v11"])
+def test_a_call_with_a_non_json_constant_does_not_hide_the_next(form: str) -> None:
+    fmt, write = FORMS[form]
+    calls = [ToolCall("bad", {"x": math.nan}), ToolCall("good", {"text": "[TOOL_CALLS]"})]
+    parsed = parse_for_format(write(calls, json.dumps), fmt)
+    assert parsed.calls == [ToolCall("good", {"text": "[TOOL_CALLS]"}, id="call_0")]
+    assert len(parsed.errors) == 1 and parsed.errors[0].startswith("tool call 0")
+
+
+def test_llama_answer_that_mentions_the_python_tag_is_not_a_call() -> None:
+    assert parse_for_format('{"answer": "write <|python_tag|> first"}', "llama3_json") == ParsedCalls()  # fmt: skip
+
+
+# Each marker opens a JSON string that runs past the next marker, then breaks: every
+# read fails late, so a parser that rereads the rest of the text would be quadratic.
+TRAPS = {
+    "tool_call": '<tool_call>"abc</tool_call>\x01',
+    "llama3_json": '<|python_tag|>{"name": "a", "parameters": {"t": "<|python_tag|>"}}\x01',
+    "mistral": '[TOOL_CALLS]["a[TOOL_CALLS]\x01',
+    "mistral v11": '[TOOL_CALLS]a[ARGS]{"x": "[TOOL_CALLS]\x01',
+}
+
+
+@pytest.mark.parametrize("trap", list(TRAPS))
+def test_markers_before_broken_strings_parse_in_linear_time(trap: str) -> None:
+    text = TRAPS[trap] * (MEGABYTE // len(TRAPS[trap]))
+    for fmt in TOOL_FORMATS:
+        started = time.perf_counter()
+        parsed = parse_for_format(text, fmt)
+        seconds = time.perf_counter() - started
+        assert seconds < 3.0, f"{fmt} took {seconds:.2f}s on {trap}"  # quadratic takes minutes
+        # Only the Llama trap's first call is whole; after it the text is junk.
+        assert len(parsed.calls) == int(trap == fmt == "llama3_json")
+
+
+def test_a_long_number_is_read_whole_across_the_first_read_window() -> None:
+    parsed = parse_for_format('{"name": "a", "parameters": {}}; ' + "7" * 3_000, "llama3_json")
+    assert [c.name for c in parsed.calls] == ["a"]
+    assert parsed.errors == ["tool call 1: expected a JSON object, got int"]

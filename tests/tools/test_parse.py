@@ -105,6 +105,8 @@ def _junk_texts() -> dict[str, str]:
         + "}}</tool_call>",
         "many opening tags": "<tool_call>" * 9_000 + "</tool_call>",
         "many empty blocks": "<tool_call></tool_call>" * 4_000,
+        # Each tag opens a string that runs past the next closing tag, then breaks.
+        "tags before broken strings": '<tool_call>"abc</tool_call>\x01' * 3_600,
     }
 
 
@@ -168,3 +170,50 @@ def test_function_schema_rejects_parameters_that_are_not_an_object_schema() -> N
 
 def test_doctests_pass() -> None:
     assert doctest.testmod(parse_module).failed == 0
+
+
+def test_a_string_argument_holding_the_tags_parses_back() -> None:
+    text = "Call tools as <tool_call>{...}</tool_call> or </tool_call><tool_call>."
+    call = ToolCall("write_file", {"path": "README.md", "text": text}, id="call_0")
+    assert parse_tool_calls(format_tool_call(call)) == ParsedCalls([call], [])
+
+
+def test_strip_tool_calls_removes_a_block_whose_string_holds_the_tags() -> None:
+    block = format_tool_call(ToolCall("echo", {"text": "</tool_call> <tool_call>"}))
+    assert strip_tool_calls(f"Before. {block} After.") == "Before.  After."
+
+
+def test_a_value_not_followed_by_the_closing_tag_ends_at_the_next_one() -> None:
+    parsed = parse_tool_calls('<tool_call>{"name":"f"} extra</tool_call>' + CALC)
+    assert [c.name for c in parsed.calls] == ["calculator"]
+    assert len(parsed.errors) == 1 and "invalid JSON (Extra data)" in parsed.errors[0]
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_json_constants_make_the_call_malformed(constant: str) -> None:
+    text = f'<tool_call>{{"name":"f","arguments":{{"x":[1,{constant}]}}}}</tool_call>' + CALC
+    parsed = parse_tool_calls(text)
+    assert [c.name for c in parsed.calls] == ["calculator"]
+    assert len(parsed.errors) == 1
+    assert f"tool call 0: invalid JSON ({constant} is not valid JSON)" in parsed.errors[0]
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_json_constants_in_arguments_given_as_a_string_are_reported(constant: str) -> None:
+    text = f'<tool_call>{{"name":"f","arguments":"{{\\"x\\": {constant}}}"}}</tool_call>'
+    parsed = parse_tool_calls(text)
+    assert parsed.calls == []
+    assert parsed.errors == ["tool call 0 ('f'): \"arguments\" is a string that is not valid JSON"]
+
+
+def test_constant_names_inside_strings_are_plain_text() -> None:
+    call = ToolCall("f", {"x": "NaN", "Infinity": "-Infinity"}, id="call_0")
+    assert parse_tool_calls(format_tool_call(call)).calls == [call]
+
+
+def test_an_unclosed_string_does_not_hide_a_later_call_that_holds_the_tags() -> None:
+    later = ToolCall("b", {"t": "</tool_call><tool_call>"}, id="call_0")
+    text = '<tool_call>{"name": "a", "arguments": {"x": "oops}}</tool_call> '
+    parsed = parse_tool_calls(text + format_tool_call(later))
+    assert parsed.calls == [later]
+    assert len(parsed.errors) == 1 and "Unterminated string" in parsed.errors[0]
