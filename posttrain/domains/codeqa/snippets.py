@@ -187,9 +187,19 @@ def size_for(difficulty: int) -> int:
 
 
 class _Builder:
-    def __init__(self, rng: random.Random, difficulty: int, printing: bool, names: list[str]):
+    def __init__(
+        self,
+        rng: random.Random,
+        difficulty: int,
+        printing: bool,
+        names: list[str],
+        spans: tuple[int, int] | None = None,
+    ):
         self.rng = rng
         self.difficulty = difficulty
+        # Iterations of a loop: 1 .. 2 + d//3 unless given (every loop of a d1 program
+        # then runs once or twice, which `line-count` cannot use).
+        self.spans = spans or (1, 2 + difficulty // 3)
         self.printing = printing
         self.names = names
         self.max_depth = 1 + (difficulty + 2) // 4
@@ -253,7 +263,7 @@ class _Builder:
         if self.rng.random() < 0.55:
             var = "ijk"[min(depth, 2)]
             start = self.rng.randint(0, 3)
-            span = self.rng.randint(1, 2 + self.difficulty // 3)
+            span = self.rng.randint(*self.spans)
             step = 1 if self.rng.random() < 0.7 else 2
             body = self.block(inner, depth + 1, [*scope, var])
             return Stmt("for", target=var, args=(start, start + span * step, step), body=body)
@@ -262,12 +272,18 @@ class _Builder:
 
 
 def generate_program(
-    rng: random.Random, difficulty: int, *, printing: bool, with_input: bool
+    rng: random.Random,
+    difficulty: int,
+    *,
+    printing: bool,
+    with_input: bool,
+    loop_spans: tuple[int, int] | None = None,
 ) -> Program:
-    """A snippet of fixed size for `difficulty`, redrawn until it keeps every cap."""
+    """A snippet of fixed size for `difficulty`, redrawn until it keeps every cap;
+    `loop_spans` (lowest, highest) overrides how many times its loops run."""
     names = ["a", "b", "c"] if difficulty < 5 else ["a", "b", "c", "d"]
     for _ in range(200):
-        builder = _Builder(rng, difficulty, printing, names)
+        builder = _Builder(rng, difficulty, printing, names, loop_spans)
         head = [Stmt("assign", target=v, expr=("c", rng.randint(0, 9))) for v in names]
         if with_input:
             head.insert(0, Stmt("assign", target="n", expr=("c", rng.randint(0, 12))))

@@ -7,7 +7,9 @@ Four domains over the snippets of `snippets.py`, each with its own question and 
 
 - `codeqa/predict-output-v1` (exact) — the snippet's printed output, line by line;
 - `codeqa/final-value-v1` (exact) — one named integer variable's value at the end;
-- `codeqa/line-count-v1` (exact) — how many times one line inside a loop runs;
+- `codeqa/line-count-v1` (exact) — how many times one line inside a loop runs (its
+  loops run 2 .. 5 + d//2 times, and the asked count is spread over the counts the
+  drawn snippets offer, so no constant answer is right on more than about a third);
 - `codeqa/dead-lines-v1` (set match) — the line numbers that never run for the input `n`.
 
 Difficulty fixes the snippet's line count (`difficulty_measure`), its nesting depth and
@@ -111,13 +113,21 @@ class LineCount(AnswerDomain):
     instructions = "Reply with the count as one integer only."
 
     def make(self, rng: random.Random, difficulty: int) -> Problem:
-        for _ in range(100):
-            program = generate_program(rng, difficulty, printing=False, with_input=False)
-            counts = program.run.counts
-            busy = [line for line in program.loop_lines if counts[line] >= 2]
-            if busy:
+        # Loops of 2 .. 5 + d//2 iterations (the other tracing domains' 1 .. 2 + d//3
+        # would make every count at d1 a 2), and the asked count drawn evenly from the
+        # counts the drawn programs offer, so no constant answer is right often.
+        spans = (2, 5 + difficulty // 2)
+        offered: dict[int, list[tuple[Program, int]]] = {}
+        for drawn in range(1, 101):  # at least 12 programs, more until one has a loop
+            program = generate_program(rng, difficulty, printing=False, with_input=False,
+                                       loop_spans=spans)  # fmt: skip
+            for line in program.loop_lines:
+                if program.run.counts[line] >= 2:
+                    offered.setdefault(program.run.counts[line], []).append((program, line))
+            if drawn >= 12 and offered:
                 break
-        line = rng.choice(busy)
+        program, line = rng.choice(offered[rng.choice(sorted(offered))])
+        counts = program.run.counts
         prompt = _NUMBERED.format(numbered(program.source))
         prompt += f"How many times does line {line} execute when the program runs once?"
         neighbours = [counts.get(line - 1, 0), counts.get(line + 1, 0)]

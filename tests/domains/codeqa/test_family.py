@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from posttrain.domains.codeqa import DOMAINS
 from posttrain.domains.codeqa.calls import CallOrder, RecursionValue
 from posttrain.domains.codeqa.shell import ShellPipeline
@@ -57,6 +59,13 @@ def test_line_count_asks_about_a_line_that_runs_at_least_twice() -> None:
     domain = LineCount()
     for seed in range(5):
         assert int(domain.generate(seed, 3).answer) >= 2
+
+
+@pytest.mark.parametrize("difficulty", [1, 2, 5, 10])
+def test_no_constant_line_count_is_right_on_many_tasks(difficulty: int) -> None:
+    # Before loops of 2+ iterations at every level, "2" was right on 20/20 tasks at d1.
+    answers = [LineCount().generate(seed, difficulty).answer for seed in range(60)]
+    assert max(answers.count(a) for a in set(answers)) <= 0.35 * len(answers)
 
 
 def test_dead_lines_accept_any_order_and_give_partial_credit() -> None:
