@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from posttrain.store.metrics import _open_for_append
+from posttrain.store.metrics import open_for_append
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ class AlertMonitor:
         line = json.dumps(asdict(alert), allow_nan=False)
         # A `kill -9` mid-write can leave a torn last line; appending onto it would
         # fuse this alert with the fragment into one unreadable line.
-        with _open_for_append(self.path) as f:
+        with open_for_append(self.path) as f:
             f.write(line + "\n")
         if self.warn is not None:
             self.warn(alert.message)

@@ -65,7 +65,7 @@ class MetricsLogger:
             self._wandb = wandb_module.init(
                 mode="offline", dir=str(run_dir.path), name=run_dir.name, config=wandb_config
             )
-        self._file: IO[str] = _open_for_append(run_dir.metrics_path)
+        self._file: IO[str] = open_for_append(run_dir.metrics_path)
         self._tb: SummaryWriter | None = None
         if tensorboard:
             # Imported here: tensorboardX pulls in torch, seconds a plain import need not pay.
@@ -146,7 +146,7 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def _open_for_append(path: Path) -> IO[str]:
+def open_for_append(path: Path) -> IO[str]:
     """Open `path` for appending, first cutting off a torn last line left by a crash."""
     if path.exists():
         _drop_torn_tail(path)
