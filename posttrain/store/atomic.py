@@ -11,12 +11,15 @@ place with `os.replace`, which is atomic on POSIX file systems. Directories are
 filled under a hidden sibling `.{name}.tmp-XXXXXXXX` of their own (one per writer,
 so two writers of one path never share it); on a clean exit every file in it is
 fsynced, a `COMPLETE` marker is written last, and the directory is renamed into
-place (`publish_directory`, also for a directory filled by several processes).
-A directory that lacks the marker is a leftover of a crash and must not be
-trusted: readers check `is_complete`.
+place (`publish_directory`, also for a directory filled by several processes). An
+existing directory is swapped with the new one in a single step (Linux
+`renameat2(RENAME_EXCHANGE)`), so a crash at any moment leaves the old directory
+or the new one at the final path. A directory that lacks the marker is a leftover
+of a crash and must not be trusted: readers check `is_complete`.
 
 Not guaranteed: atomicity holds only within one local POSIX file system (not
-across mounts, and not on some network file systems). Replacing an existing
+across mounts, and not on some network file systems). Where the swap is not
+available (not Linux, or a file system without it), replacing an existing
 directory takes two renames; a crash between them leaves *no* directory at the
 final path (the old one survives aside as `.{name}.old-{pid}`), never a partial
 one. Two writers filling the same final path at once each publish a whole
@@ -28,12 +31,15 @@ crashed processes are not swept here.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import cast
 
 COMPLETE_MARKER = "COMPLETE"
 
@@ -141,6 +147,10 @@ def _move_into_place_unlocked(tmp: Path, final: Path) -> None:
         os.replace(tmp, final)
         _fsync_dir(final.parent)
         return
+    if _exchange(tmp, final):  # one atomic step: `final` is new, `tmp` holds the old
+        _fsync_dir(final.parent)
+        _remove(tmp)
+        return
     old = final.parent / f".{final.name}.old-{os.getpid()}"
     _remove(old)
     os.replace(final, old)
@@ -151,6 +161,36 @@ def _move_into_place_unlocked(tmp: Path, final: Path) -> None:
         raise
     _fsync_dir(final.parent)
     _remove(old)
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+# What renameat2 answers where the kernel, the C library or the file system lacks the swap.
+_NO_EXCHANGE = {errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP}
+
+
+def _load_renameat2() -> Callable[..., int] | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return cast(Callable[..., int], libc.renameat2)
+    except (OSError, AttributeError):  # not Linux, or a C library older than glibc 2.28
+        return None
+
+
+_RENAMEAT2 = _load_renameat2()
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the entries `a` and `b` atomically; False where this system cannot."""
+    if _RENAMEAT2 is None:
+        return False
+    args = (_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if _RENAMEAT2(*args) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in _NO_EXCHANGE:
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 def _remove(path: Path) -> None:

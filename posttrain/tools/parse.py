@@ -254,9 +254,16 @@ def format_tool_call(call: ToolCall) -> str:
 
     >>> format_tool_call(ToolCall("calculator", {"expression": "3*4"}))
     '<tool_call>{"name":"calculator","arguments":{"expression":"3*4"}}</tool_call>'
+
+    Raises ValueError for NaN or infinite arguments, which `parse_tool_calls` refuses.
     """
     payload = {"name": call.name, "arguments": call.arguments}
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    try:
+        body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError as err:  # NaN or ±Infinity: the parser refuses them, so never write them
+        raise ValueError(
+            f"tool call {call.name!r} cannot be written as JSON: an argument is NaN or infinite"
+        ) from err
     return f"{TOOL_CALL_OPEN}{body}{TOOL_CALL_CLOSE}"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import signal
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from posttrain.store import atomic as atomic_module
 from posttrain.store.atomic import (
     COMPLETE_MARKER,
     atomic_directory,
@@ -139,10 +141,86 @@ def test_atomic_directory_restores_old_version_when_final_rename_fails(
             raise OSError("rename failed")
         real_replace(src, dst)
 
+    monkeypatch.setattr(atomic_module, "_RENAMEAT2", None)  # the two-rename path
     monkeypatch.setattr(os, "replace", replace_failing_on_move_in)
     with pytest.raises(OSError, match="rename failed"), atomic_directory(final) as tmp:
         (tmp / "weights.bin").write_bytes(b"v2")
     assert is_complete(final)
+    assert (final / "weights.bin").read_bytes() == b"v1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_replacing_a_directory_is_one_swap_with_no_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    final = tmp_path / "ckpt"
+    with atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"v1")
+
+    def no_rename(src: str | Path, dst: str | Path) -> None:
+        raise AssertionError(f"os.replace({src}, {dst}) during a swap")
+
+    monkeypatch.setattr(os, "replace", no_rename)
+    with atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"v2")
+    assert (final / "weights.bin").read_bytes() == b"v2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_a_writer_killed_right_after_the_swap_leaves_the_new_directory(tmp_path: Path) -> None:
+    final = tmp_path / "ckpt"
+    with atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"v1")
+    child = textwrap.dedent(
+        f"""
+        import os, signal
+        from pathlib import Path
+        from posttrain.store import atomic
+        atomic._remove = lambda path: os.kill(os.getpid(), signal.SIGKILL)
+        with atomic.atomic_directory(Path({str(final)!r})) as tmp:
+            (tmp / "weights.bin").write_bytes(b"v2")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", child], check=False)
+    assert proc.returncode == -signal.SIGKILL
+    assert is_complete(final) and (final / "weights.bin").read_bytes() == b"v2"
+    (aside,) = [p for p in tmp_path.iterdir() if p.name != "ckpt"]  # the old one, to sweep
+    assert (aside / "weights.bin").read_bytes() == b"v1"
+
+
+@pytest.mark.parametrize("code", [errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP])
+def test_without_the_swap_two_renames_replace_the_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    final = tmp_path / "ckpt"
+    with atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"v1")
+
+    def unsupported(*args: object) -> int:
+        ctypes.set_errno(code)
+        return -1
+
+    monkeypatch.setattr(atomic_module, "_RENAMEAT2", unsupported)
+    with atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"v2")
+    assert (final / "weights.bin").read_bytes() == b"v2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_a_failing_swap_keeps_the_old_directory_and_names_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    final = tmp_path / "ckpt"
+    with atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"v1")
+
+    def denied(*args: object) -> int:
+        ctypes.set_errno(errno.EACCES)
+        return -1
+
+    monkeypatch.setattr(atomic_module, "_RENAMEAT2", denied)
+    with pytest.raises(PermissionError, match="ckpt"), atomic_directory(final) as tmp:
+        (tmp / "weights.bin").write_bytes(b"v2")
     assert (final / "weights.bin").read_bytes() == b"v1"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import math
 import random
 import string
 import time
@@ -209,6 +210,12 @@ def test_non_json_constants_in_arguments_given_as_a_string_are_reported(constant
 def test_constant_names_inside_strings_are_plain_text() -> None:
     call = ToolCall("f", {"x": "NaN", "Infinity": "-Infinity"}, id="call_0")
     assert parse_tool_calls(format_tool_call(call)).calls == [call]
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_formatting_a_call_with_a_non_finite_argument_is_refused(value: float) -> None:
+    with pytest.raises(ValueError, match="tool call 'f' cannot be written as JSON: an argument"):
+        format_tool_call(ToolCall("f", {"x": [1, {"y": value}]}))
 
 
 def test_an_unclosed_string_does_not_hide_a_later_call_that_holds_the_tags() -> None:
