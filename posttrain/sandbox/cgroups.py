@@ -1,10 +1,17 @@
 """Per-sandbox cgroup v1 groups (memory, pids, cpu) where the hierarchy is writable.
 
-Each sandbox gets `/sys/fs/cgroup/<controller>/posttrain/<name>`; its launcher joins
-the groups before exec'ing bubblewrap (`join_prefix`), so every process of the
-sandbox is counted from the first instruction. cgroup v2 without memory/pids
-controllers (as on these machines) is detected by `layers.cgroup_v1_root` and skipped:
-the rlimits still bound each task.
+Each sandbox gets `/sys/fs/cgroup/<controller>/posttrain/<hostpid>-<starttime>/<name>`,
+under a folder of the host process that made it; its launcher joins the groups before
+exec'ing bubblewrap (`join_prefix`), so every process of the sandbox is counted from
+the first instruction. cgroup v2 without memory/pids controllers (as on these
+machines) is detected by `layers.cgroup_v1_root` and skipped: the rlimits still bound
+each task.
+
+A host process killed before it could close its sandboxes (kill -9, the OOM killer)
+leaves its groups behind; the next process that makes groups removes the empty ones
+of every host process that is gone. Groups still holding processes stay. Not
+guaranteed: this assumes every process making groups here shares our pid namespace
+(another's live process looks gone, and a group it has made but not joined yet may go).
 """
 
 from __future__ import annotations
@@ -37,9 +44,10 @@ class SandboxCgroups:
             root = cgroup_v1_root(controller)
             if root is None:
                 continue
-            path = root / "posttrain" / name
+            _remove_stale_groups(root / "posttrain")
+            path = group_path(root, name)
             try:
-                path.mkdir(parents=True, exist_ok=True)
+                _make_group(path)
                 for key, value in values.items():
                     (path / key).write_text(value)
             except OSError:
@@ -88,6 +96,8 @@ class SandboxCgroups:
                         raise SandboxCleanupError(f"cgroup {path} still busy after 5 s") from None
                     self._kill_members(path)
                     time.sleep(0.01)
+            with contextlib.suppress(OSError):  # the process's folder, once its last group is gone
+                path.parent.rmdir()
         self.dirs.clear()
 
     @staticmethod
@@ -96,3 +106,55 @@ class SandboxCgroups:
             for pid in (path / "cgroup.procs").read_text().split():
                 with contextlib.suppress(OSError):
                     os.kill(int(pid), signal.SIGKILL)
+
+
+def group_path(root: Path, name: str) -> Path:
+    """Where this process keeps sandbox `name`'s group under controller root `root`."""
+    return root / "posttrain" / _process_tag(os.getpid()) / name
+
+
+def _process_tag(pid: int) -> str:
+    """`<pid>-<start time>`: names one process for good, even once its pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return f"{pid}-gone"
+    return f"{pid}-{fields[19].decode()}"  # field 22 of stat(5), counted after the name
+
+
+def _make_group(path: Path) -> None:
+    for _ in range(3):
+        with contextlib.suppress(FileNotFoundError):  # another thread's close() took the
+            path.mkdir(parents=True, exist_ok=True)  # empty parent away meanwhile: again
+            return
+    path.mkdir(parents=True, exist_ok=True)
+
+
+_LEGACY_AGE_S = 60.0  # groups of the older flat layout, `posttrain/<name>`, once this old
+
+
+def _remove_stale_groups(base: Path) -> None:
+    """Remove the empty groups of host processes that are gone (rmdir refuses busy ones)."""
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        pid, sep, _ = entry.name.partition("-")
+        if sep and pid.isdigit():
+            if _process_tag(int(pid)) == entry.name:
+                continue  # its process is alive: its groups are its own business
+            with contextlib.suppress(OSError):
+                for child in os.scandir(entry.path):
+                    if child.is_dir(follow_symlinks=False):
+                        with contextlib.suppress(OSError):
+                            os.rmdir(child.path)
+        else:  # a flat group: its maker may still be about to join it, unless it is old
+            with contextlib.suppress(OSError):
+                if time.time() - entry.stat(follow_symlinks=False).st_mtime < _LEGACY_AGE_S:
+                    continue
+        with contextlib.suppress(OSError):
+            os.rmdir(entry.path)

@@ -7,13 +7,20 @@ command that starts a sandbox's fork-server under the strongest mode available:
   new user/pid/net/ipc/uts/mount namespaces, read-only ``/usr`` and the Python
   packages, private size-limited tmpfs for ``/workspace``, ``/tmp`` and ``/dev/shm``,
   everything else remounted read-only, empty environment,
-  ``--die-with-parent --new-session --cap-drop ALL --disable-userns``.
+  ``--die-with-parent --new-session --cap-drop ALL --disable-userns``, and
+  ``--as-pid-1``: the fork-server itself is the namespace's pid 1 (no bubblewrap init
+  without seccomp or rlimits that tasks could signal or patch; pid 1 ignores signals it
+  has no handler for, so a task cannot SIGKILL or SIGSTOP it).
 - ``unshare``: the fallback without bubblewrap, chosen automatically only as root:
-  util-linux `unshare` namespaces with the ``nobody`` uid outside and inside (no
-  capabilities), rlimits, seccomp, cgroups. Weaker: the host filesystem stays visible
-  to ``nobody`` — world-readable files are readable, world-writable folders (the
-  host's ``/tmp``, ``/var/tmp``, ``/dev/shm``) writable and never wiped; the workspace
-  and ``TMPDIR`` are private host folders.
+  util-linux `unshare` namespaces; each live sandbox runs as a host uid of its own
+  (`claim_uid`, from `SANDBOX_UIDS`; ``nobody`` inside, no capabilities), with rlimits,
+  seccomp, cgroups. Its workspace and ``TMPDIR`` are host folders owned by that uid,
+  mode 0700, under a per-process parent of mode 0711 (`private_host_dir`): other
+  sandboxes can neither list nor open them. Weaker than bwrap: the host filesystem
+  stays visible — world-readable files are readable, world-writable folders (the
+  host's ``/tmp``, ``/var/tmp``, ``/dev/shm``) writable and never wiped (a later
+  sandbox that draws the same uid can read what was left there), and world-writable
+  UNIX sockets in them connectable.
 - ``none``: trusted code only, by explicit request: a plain subprocess.
 
 Seccomp (a deny-list compiled once by libseccomp through `pyseccomp`), rlimits and
@@ -22,15 +29,19 @@ cgroup v1 limits stack on the namespace mode. Nothing here runs model code.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import functools
 import os
+import random
 import shutil
 import socket
 import subprocess
 import sys
 import sysconfig
+import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,12 +89,12 @@ def _run_ok(argv: list[str]) -> tuple[bool, str]:
     return proc.returncode == 0, (proc.stderr or proc.stdout).strip()[-300:]
 
 
-def _drop_uid_prefix() -> list[str]:
-    """Start the next command as `nobody`, no groups, no inheritable capabilities."""
+def _drop_uid_prefix(uid: int = NOBODY) -> list[str]:
+    """Start the next command as `uid`, no groups, no inheritable capabilities."""
     if os.geteuid() != 0:
         return []
     return [
-        "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+        "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
         "--inh-caps=-all", "--bounding-set=-all",
     ]  # fmt: skip
 
@@ -208,7 +219,8 @@ def doctor() -> list[Layer]:
         Layer("namespaces (unshare fallback)", un_ok,
               un_why + ("" if not bw_ok else " (unused: bubblewrap is preferred)")),
         Layer("unprivileged uid", os.geteuid() != 0 or shutil.which("setpriv") is not None,
-              f"tasks run as uid {NOBODY} on the host" if os.geteuid() == 0
+              f"tasks run as uid {NOBODY} on the host (unshare mode: a uid of their own per "
+              f"sandbox, from {SANDBOX_UIDS.start})" if os.geteuid() == 0
               else f"already unprivileged (uid {os.geteuid()})"),
         Layer("seccomp", seccomp_program() is not None,
               f"deny-list of {seccomp_rule_count()} rules via libseccomp" if seccomp_program()
@@ -238,12 +250,107 @@ def best_mode() -> str | None:
     return None
 
 
+# ----------------------------------------------------------------------------- uids, folders
+
+# Host uids for unshare-mode sandboxes, one per live sandbox (no account needs to exist).
+SANDBOX_UIDS = range(200_000, 265_536)
+_claims: dict[int, socket.socket] = {}
+_root: str | None = None  # this process's parent folder of sandbox host folders
+_root_lock = threading.Lock()
+
+
+def claim_uid() -> int:
+    """A host uid no other live sandbox on this machine holds; `release_uid` gives it back.
+
+    The claim is an abstract UNIX socket named after the uid, bound while the sandbox
+    lives: it holds across processes and the kernel drops it if this process dies. The
+    search starts at a random uid, so a freed uid is rarely handed out again soon.
+    """
+    start = random.randrange(len(SANDBOX_UIDS))
+    for i in range(len(SANDBOX_UIDS)):
+        uid = SANDBOX_UIDS[(start + i) % len(SANDBOX_UIDS)]
+        claim = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            claim.bind(f"\0posttrain-sandbox-uid-{uid}")
+        except OSError:
+            claim.close()
+            continue
+        _claims[uid] = claim
+        return uid
+    raise OSError(errno.EAGAIN, f"every sandbox uid in {SANDBOX_UIDS} is taken")
+
+
+def release_uid(uid: int) -> None:
+    claim = _claims.pop(uid, None)
+    if claim is not None:
+        claim.close()
+
+
+def private_host_dir(uid: int | None) -> str:
+    """A new host folder holding `workspace/` and `tmp/` (mode 0700, owned by `uid` when
+    given), inside this process's parent folder of mode 0711: other uids may pass through
+    the parent but not list it, so a sandbox can neither find nor open another's folders.
+    The parent is made on demand and removed with the last folder in it."""
+    global _root
+    with _root_lock:
+        if _root is None:
+            _root = tempfile.mkdtemp(prefix="posttrain-sandboxes-")
+            os.chmod(_root, 0o711)
+        host_dir = tempfile.mkdtemp(dir=_root)
+    for name in ("workspace", "tmp"):
+        os.mkdir(os.path.join(host_dir, name), 0o700)
+        if uid is not None:
+            os.chown(os.path.join(host_dir, name), uid, uid)
+    if uid is not None:
+        os.chmod(host_dir, 0o711)
+    return host_dir
+
+
+def remove_host_dir(path: str) -> None:
+    """Remove a sandbox's host folder, read-only folders its tasks left in it too."""
+    global _root
+    for dirpath, dirnames, _ in os.walk(path):
+        for d in dirnames:
+            full = os.path.join(dirpath, d)
+            if not os.path.islink(full):
+                with contextlib.suppress(OSError):
+                    os.chmod(full, 0o700)
+    shutil.rmtree(path, ignore_errors=True)
+    with _root_lock:
+        if _root is not None and os.path.dirname(path) == _root:
+            with contextlib.suppress(OSError):  # not empty: other sandboxes of ours live on
+                os.rmdir(_root)
+                _root = None
+
+
+def _remove_root() -> None:
+    """At exit: folders of sandboxes never closed go too (the parent's, in a forked child)."""
+    if _root is not None:
+        remove_host_dir(_root)
+
+
+def _after_fork_in_child() -> None:
+    """The parent's uid claims and folders are not ours: drop our copies of the claims
+    (the parent keeps its own) and make a parent folder of our own when one is needed."""
+    global _root, _root_lock
+    _root, _root_lock = None, threading.Lock()
+    for claim in _claims.values():
+        claim.close()
+    _claims.clear()
+
+
+atexit.register(_remove_root)
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 # ----------------------------------------------------------------------------- launch
 
 
 def launch_argv(mode: str, *, fd: int, workspace: str, tmp: str, preload: list[str],
-                seccomp_fd: int, tmpfs_bytes: int, host_dir: str) -> list[str]:  # fmt: skip
-    """The command that starts the fork-server with control socket `fd`."""
+                seccomp_fd: int, tmpfs_bytes: int, host_dir: str,
+                uid: int = NOBODY) -> list[str]:  # fmt: skip
+    """The command that starts the fork-server with control socket `fd`; `uid` is the host
+    uid of an unshare-mode sandbox (bwrap mode always runs as `nobody`)."""
     sp = site_packages()
     scratch = f"{tmp}:/dev/shm" if mode == "bwrap" else tmp
     server_args = [str(fd), workspace, scratch, str(seccomp_fd), *preload]
@@ -252,12 +359,12 @@ def launch_argv(mode: str, *, fd: int, workspace: str, tmp: str, preload: list[s
     python = sandbox_python() or sys.executable
     if mode == "unshare":
         return [
-            *_drop_uid_prefix(), "unshare", *UNSHARE_FLAGS, "env", "-i", f"PYTHONPATH={sp}",
+            *_drop_uid_prefix(uid), "unshare", *UNSHARE_FLAGS, "env", "-i", f"PYTHONPATH={sp}",
             python, "-S", "-m", "inside.server", *server_args,
         ]  # fmt: skip
     argv = [
         *_drop_uid_prefix(), "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
-        "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
+        "--as-pid-1", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
         "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
         "--ro-bind", sp, SANDBOX_SITE, "--ro-bind", str(INSIDE_DIR), f"{SANDBOX_OPT}/inside",
         "--size", str(tmpfs_bytes), "--tmpfs", workspace,

@@ -5,8 +5,9 @@
         result = sb.run_python(code, timeout=5)
 
 A task's leftover processes die when it ends. On release the sandbox is reset — its
-workspace, /tmp and /dev/shm wiped, IPC objects removed, the baseline restored — as
-part of the next lease's first call (or at once when a python session was opened).
+workspace, /tmp and /dev/shm wiped, IPC objects removed, the pool's baseline restored
+(a baseline the task set lasts for its lease only) — as part of the next lease's first
+call (or at once when a python session was opened).
 It is restarted fresh instead after `max_tasks` tasks, after any timeout, signal,
 out-of-memory or infrastructure failure, when its fork-server died, or when a reset
 fails (the next call then restarts it and repeats itself). Thread-safe:
@@ -70,14 +71,17 @@ class SandboxPool:
         """A pool from the run config's `sandbox` section (`RunConfig.sandbox`, or its dump)."""
         fields = dict(config.model_dump() if hasattr(config, "model_dump") else config)
         size, max_tasks = int(fields.pop("pool_size", 2)), int(fields.pop("max_tasks", 1000))
-        fields["preload"] = tuple(fields.get("preload", ()))
         return cls(size=size, spec=SandboxSpec(**fields), max_tasks=max_tasks)
 
     def _new(self) -> Sandbox:
         sandbox = Sandbox(self.spec)
-        if self.baseline is not None:
-            sandbox.set_baseline(self.baseline)
-            sandbox.reset()
+        try:
+            if self.baseline is not None:
+                sandbox.set_baseline(self.baseline)
+                sandbox.reset()
+        except BaseException:  # not in `_all` yet: close() would never reach it
+            sandbox.close()
+            raise
         with self._lock:
             self._all.add(sandbox)
             self.stats.started += 1
@@ -107,31 +111,43 @@ class SandboxPool:
         return sandbox
 
     def release(self, sandbox: Sandbox) -> None:
-        with self._lock:
-            closed = self._closed
-        if closed:
-            sandbox.close()
-            return
-        healthy = sandbox.alive and not sandbox.needs_recycle and sandbox.tasks_run < self.max_tasks
-        if healthy:
+        """Give a leased sandbox back, reset for the next task or restarted fresh. Never loses
+        the slot: a sandbox that could not restart goes back all the same (its next call
+        starts it, or reports why)."""
+        try:
+            if not self._closed:
+                self._clean(sandbox)
+        finally:
+            with self._lock:
+                closed = self._closed
+            if closed:  # close() ran meanwhile: a sandbox restarted since must not outlive it
+                sandbox.close()
+            else:
+                self._idle.put(sandbox)
+
+    def _clean(self, sandbox: Sandbox) -> None:
+        """Reset `sandbox`, or restart it; raises nothing but interrupts."""
+        if sandbox.alive and not sandbox.needs_recycle and sandbox.tasks_run < self.max_tasks:
             try:
+                if sandbox._baseline is not self.baseline:  # the task set its own: drop it
+                    sandbox.set_baseline(self.baseline)
                 # Lazy (folded into the next lease's first call) unless a session's processes
                 # would keep running meanwhile.
                 sandbox.reset(lazy=not sandbox.session_open)
                 with self._lock:
                     self.stats.resets += 1
-            except SandboxError:
-                healthy = False
-        if not healthy:
+                return
+            except Exception:
+                pass  # restart it instead
+        with self._lock:
+            self.stats.recycled += 1
+        sandbox._baseline = self.baseline  # what restart() (now or on the next call) restores
+        try:
+            sandbox.restart()
             with self._lock:
-                self.stats.recycled += 1
-            try:
-                sandbox.restart()  # a fresh sandbox in the same slot, baseline included
-                with self._lock:
-                    self.stats.started += 1
-            except SandboxError:
-                pass  # kept in the pool all the same: its next call starts it or reports why
-        self._idle.put(sandbox)
+                self.stats.started += 1
+        except Exception:  # SandboxUnavailable, or an OSError such as EMFILE while fds are short
+            pass
 
     @property
     def pids(self) -> list[int]:

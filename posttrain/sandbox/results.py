@@ -29,6 +29,15 @@ class SandboxSpec:
     preload: tuple[str, ...] = ()  # modules the fork-server imports once, before any task
 
     def __post_init__(self) -> None:
+        if isinstance(self.preload, str):  # tuple("pytest") would preload "p", "y", ...
+            raise TypeError(
+                f"sandbox preload must be a sequence of module names, not the string "
+                f"{self.preload!r}; write ({self.preload!r},)"
+            )
+        object.__setattr__(self, "preload", tuple(self.preload))  # a list (from YAML) is fine
+        for module in self.preload:
+            if not isinstance(module, str) or not module:
+                raise TypeError(f"sandbox preload holds module names, got {module!r}")
         if self.isolation not in ("auto", "bwrap", "unshare", "none"):
             raise ValueError(
                 f"sandbox isolation must be auto, bwrap, unshare or none, not {self.isolation!r}"
@@ -112,7 +121,8 @@ class Snapshot:
     def with_files(self, files: Mapping[str, bytes | str], drop: Iterable[str] = ()) -> Snapshot:
         """This snapshot with `files` written over it and paths matching a `drop` glob removed
         (a verifier's pristine tests, and no agent `conftest.py`); every other member —
-        folders, symlinks, modes — is kept as it was."""
+        folders, symlinks, modes — is kept as it was. `drop` entries are `fnmatch`
+        patterns: pass `glob.escape(name)` to drop one literal name such as `x[1].py`."""
         patterns = tuple(drop)
         buf = io.BytesIO()
         with (

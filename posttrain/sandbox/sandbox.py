@@ -16,6 +16,10 @@ capabilities and no nested user namespaces); other sandboxes. Each task gets rli
 deny-list of `layers.DENIED_SYSCALLS` (plus non-UNIX sockets, TIOCSTI, CLONE_NEWUSER,
 and changing another process's rlimits, priority or CPUs),
 a wall clock after which its whole process tree is killed, and an empty environment.
+The fork-server is its pid namespace's pid 1: tasks cannot SIGKILL, stop or patch it.
+`unshare` mode gives each live sandbox a host uid and host folders of its own (`layers`).
+A forked child process does not share its parent's sandboxes: its copies are not
+`alive` (the first call starts the child's own) and never touch the parent's.
 
 What is NOT guaranteed: protection from kernel exploits (this is namespaces and
 seccomp, not a VM); CPU-time side channels and timing between sandboxes; memory
@@ -24,16 +28,19 @@ secrecy between tasks that share one pooled sandbox: each task is forked from th
 fork-server, so freed remnants of requests it handled earlier (code, stdin, files
 written through the API) may sit in the memory a task inherits — judge hidden tests in
 a fresh `Sandbox.from_snapshot(...)` (as verifiers do), or use `max_tasks=1`; a
-task may kill or stop its own fork-server (reported, and the sandbox is restarted);
-in `unshare` mode, world-readable host files stay readable and world-writable host
-folders writable; in `none` mode nothing at all.
+task may still kill its own fork-server (SIGINT, which it handles; the memory cap):
+reported, and the sandbox is restarted; in `unshare` mode, world-readable host files
+stay readable, world-writable host folders writable (and what is left there readable by
+a later sandbox drawing the same uid), world-writable UNIX sockets connectable; in
+`none` mode nothing at all.
 
 Errors: constructing raises `SandboxUnavailable` when the asked-for isolation cannot
 run here. `exec`/`run_python` never raise for task behaviour: limits and failures are
 `ExecResult` fields (`error` set when the sandbox itself died; it then restarts on the
 next call). File methods raise `ValueError` for paths that leave the workspace or go
 through a symlink, `FileNotFoundError` for missing files, `SandboxError` when the
-sandbox failed or the operation failed inside it (the message says which).
+sandbox failed or the operation failed inside it (the message says which). A value of
+the wrong type (argv entry, path, data) raises `TypeError` before anything is sent.
 """
 
 from __future__ import annotations
@@ -43,7 +50,6 @@ import os
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -52,7 +58,7 @@ from typing import Any, Literal, overload
 
 from posttrain.sandbox import layers
 from posttrain.sandbox.cgroups import SandboxCgroups
-from posttrain.sandbox.inside.framing import recv_frame, send_frame
+from posttrain.sandbox.inside.framing import encode_frame, recv_frame
 from posttrain.sandbox.inside.tasks import children_map
 from posttrain.sandbox.results import (
     ExecResult,
@@ -94,10 +100,12 @@ class Sandbox:
         self.needs_recycle = False  # a task timed out, was killed, ran out of memory or crashed us
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
-        self._host_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._host_dir: str | None = None  # unshare and none modes: workspace/ and tmp/ on the host
+        self._uid: int | None = None  # unshare mode as root: this sandbox's own host uid
+        self._owner_pid = os.getpid()  # a forked child's copy never touches our processes
         self._cgroups: SandboxCgroups | None = None
         self._baseline: Snapshot | None = None
-        self.server_pid = 0
+        self.server_pid = 0  # the fork-server's pid in its own namespace: 1 but in `none` mode
         self._closed = False
         self._reset_pending = False
         self._ooms_seen = 0
@@ -115,6 +123,7 @@ class Sandbox:
     def _launch(self) -> None:
         spec = self.spec
         self.name = uuid.uuid4().hex[:12]  # a restarted sandbox is a new one: new cgroups
+        self._owner_pid = os.getpid()
         ours, theirs = socket.socketpair()
         self._sock = ours
         pass_fds = [theirs.fileno()]
@@ -129,21 +138,21 @@ class Sandbox:
         if self.mode == "bwrap":
             workspace, tmp = WORKSPACE, SANDBOX_TMP
         else:
-            self._host_dir = tempfile.TemporaryDirectory(prefix="posttrain-sandbox-")
-            workspace = os.path.join(self._host_dir.name, "workspace")
-            tmp = os.path.join(self._host_dir.name, "tmp")
-            for folder in (workspace, tmp):
-                os.mkdir(folder, 0o700)
-                if self.mode == "unshare" and os.geteuid() == 0:
-                    os.chown(folder, layers.NOBODY, layers.NOBODY)
             if self.mode == "unshare" and os.geteuid() == 0:
-                os.chmod(self._host_dir.name, 0o711)
+                try:
+                    self._uid = layers.claim_uid()
+                except OSError as exc:
+                    raise SandboxUnavailable(f"unshare isolation unavailable: {exc}") from None
+            self._host_dir = layers.private_host_dir(self._uid)
+            workspace = os.path.join(self._host_dir, "workspace")
+            tmp = os.path.join(self._host_dir, "tmp")
             if self.mode == "none":
                 env = dict(os.environ, POSTTRAIN_SANDBOX_INHERIT_ENV="1", TMPDIR=tmp)
         argv = layers.launch_argv(
             self.mode, fd=theirs.fileno(), workspace=workspace, tmp=tmp,
             preload=list(spec.preload), seccomp_fd=seccomp_fd,
-            tmpfs_bytes=spec.tmpfs_mb << 20, host_dir=self._host_dir.name if self._host_dir else "",
+            tmpfs_bytes=spec.tmpfs_mb << 20, host_dir=self._host_dir or "",
+            uid=self._uid if self._uid is not None else layers.NOBODY,
         )  # fmt: skip
         if self.mode != "none":
             self._cgroups = SandboxCgroups(
@@ -183,11 +192,17 @@ class Sandbox:
             self._call({"op": "restore"}, self._baseline.archive)
 
     def _kill(self) -> str:
-        """Tear the sandbox down hard; returns whatever its launcher wrote to stderr."""
+        """Tear the sandbox down hard; returns whatever its launcher wrote to stderr.
+
+        In a forked child this only drops the child's copies: the processes, cgroups,
+        folders and uid belong to the parent's sandbox, which lives on."""
         stderr = b""
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+        if os.getpid() != self._owner_pid:
+            self._proc, self._cgroups, self._host_dir, self._uid = None, None, None, None
+            return ""
         if self._proc is not None:
             tree = _descendants(self._proc.pid)
             # Kill the namespace's init first: the kernel takes every process in the pid
@@ -212,14 +227,23 @@ class Sandbox:
                 self._cgroups.close()
             self._cgroups = None
         if self._host_dir is not None:
-            _make_removable(self._host_dir.name)
-            self._host_dir.cleanup()
+            layers.remove_host_dir(self._host_dir)
             self._host_dir = None
+        if self._uid is not None:  # only now: no process of this sandbox runs as it any more
+            layers.release_uid(self._uid)
+            self._uid = None
         return (stderr or b"").decode(errors="replace")
 
     @property
     def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None and self._sock is not None
+        """Whether the fork-server runs and is this process's (a forked child's copy is
+        not alive: its first call starts a sandbox of the child's own)."""
+        return (
+            os.getpid() == self._owner_pid
+            and self._proc is not None
+            and self._proc.poll() is None
+            and self._sock is not None
+        )
 
     def restart(self) -> None:
         """A fresh sandbox in place of this one (same spec, same baseline)."""
@@ -254,23 +278,24 @@ class Sandbox:
     def _call(self, req: dict[str, Any], payload: bytes = b"", timeout: float = 30.0) -> tuple[dict[str, Any], bytes]:  # fmt: skip
         if self._closed:
             raise SandboxError("the sandbox is closed")
+        # Encoded before anything is sent: a value the wire cannot carry is the caller's
+        # error, raised with the sandbox untouched (never a half-sent, killed exchange).
+        frame = _encode(req, payload)
         if not self.alive:
             self.restart()  # it died (a task killed it, or it was OOM-killed): start afresh
         assert self._sock is not None
         reset_first, self._reset_pending = self._reset_pending, False
-        if reset_first:
-            req = {**req, "reset_first": True}
         try:
-            send_frame(self._sock, req, payload)
             if reset_first:  # the previous lease's cleanup runs first, on a clock of its own
+                self._sock.sendall(_encode({**req, "reset_first": True}, payload))
                 self._sock.settimeout(_RESET_TIMEOUT_S)
                 done, _ = recv_frame(self._sock)
                 if done.get("reset_failed"):  # start afresh, then send the request again
                     self.restart()
                     assert self._sock is not None
-                    send_frame(
-                        self._sock, {k: v for k, v in req.items() if k != "reset_first"}, payload
-                    )
+                    self._sock.sendall(frame)
+            else:
+                self._sock.sendall(frame)
             self._sock.settimeout(timeout)
             return recv_frame(self._sock)
         except (EOFError, OSError) as exc:
@@ -295,12 +320,17 @@ class Sandbox:
     # ------------------------------------------------------------------ execution
     def exec(
         self,
-        cmd: str | Sequence[str],
+        cmd: str | Sequence[str | bytes | os.PathLike[str]],
         timeout: float | None = None,
         stdin: str | bytes | None = None,
     ) -> ExecResult:
-        """Run `cmd` (an argv, or a string for `/bin/sh -c`) in the workspace."""
-        argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        """Run `cmd` (an argv of str, bytes or paths, or a string for `/bin/sh -c`) in the
+        workspace. Raises ValueError for an empty argv, TypeError for an argument of
+        another type (naming it); the sandbox is untouched then."""
+        if isinstance(cmd, str):
+            argv = ["/bin/sh", "-c", cmd]
+        else:
+            argv = [_fs_str(arg, f"exec argv[{i}]") for i, arg in enumerate(cmd)]
         if not argv:
             raise ValueError("exec needs a command")
         return self._task({"op": "exec", "argv": argv}, timeout, stdin)
@@ -369,22 +399,23 @@ class Sandbox:
         return task_rlimits(self.spec, timeout)
 
     # ------------------------------------------------------------------ files
-    def write_file(self, path: str, data: str | bytes, mode: int = 0o644) -> None:
+    def write_file(self, path: str | os.PathLike[str], data: str | bytes, mode: int = 0o644) -> None:  # fmt: skip
         """Write `data` at `path` (relative, parents made). Raises ValueError for a path that
-        leaves the workspace or goes through a symlink, SandboxError if the write fails."""
+        leaves the workspace or goes through a symlink, TypeError for a path or data of the
+        wrong type, SandboxError if the write fails."""
         raw = data.encode() if isinstance(data, str) else data
-        self._checked({"op": "write", "path": path, "mode": mode}, raw)
+        self._checked({"op": "write", "path": _fs_str(path, "path"), "mode": mode}, raw)
 
     @overload
-    def read_file(self, path: str, text: Literal[True] = ...) -> str: ...
+    def read_file(self, path: str | os.PathLike[str], text: Literal[True] = ...) -> str: ...
     @overload
-    def read_file(self, path: str, text: Literal[False]) -> bytes: ...
+    def read_file(self, path: str | os.PathLike[str], text: Literal[False]) -> bytes: ...
 
-    def read_file(self, path: str, text: bool = True) -> str | bytes:
+    def read_file(self, path: str | os.PathLike[str], text: bool = True) -> str | bytes:
         """File contents as str (`text=True`, UTF-8 with replacement) or bytes. Raises
         FileNotFoundError, ValueError (outside the workspace, a symlink, not a regular
         file), SandboxError (the sandbox failed)."""
-        _, body = self._checked({"op": "read", "path": path})
+        _, body = self._checked({"op": "read", "path": _fs_str(path, "path")})
         return body.decode(errors="replace") if text else body
 
     def list_files(self) -> list[str]:
@@ -433,8 +464,33 @@ class Sandbox:
         return sandbox
 
 
-# One idle worker thread for the whole process (ThreadPoolExecutor keeps it until exit).
-_LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-launcher")
+def _new_launcher() -> None:
+    """One idle worker thread for the whole process (ThreadPoolExecutor keeps it until exit).
+    A forked child gets a new one: the parent's thread does not exist there."""
+    global _LAUNCHER
+    _LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-launcher")
+
+
+_LAUNCHER: ThreadPoolExecutor
+_new_launcher()
+os.register_at_fork(after_in_child=_new_launcher)
+
+
+def _encode(req: dict[str, Any], payload: bytes) -> bytes:
+    try:
+        return encode_frame(req, payload)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"sandbox request {req.get('op')!r} cannot be sent: {exc}") from None
+
+
+def _fs_str(value: object, what: str) -> str:
+    """`value` (str, bytes or os.PathLike) as str; bytes survive as surrogate escapes."""
+    try:
+        return os.fsdecode(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"{what} must be str, bytes or os.PathLike, not {type(value).__name__}"
+        ) from None
 
 
 def _descendants(root: int) -> list[int]:
@@ -460,13 +516,3 @@ def _wait_gone(pids: list[int], timeout: float = 5.0) -> None:
             if line[line.rindex(b")") + 2 : line.rindex(b")") + 3] == b"Z":
                 break
             time.sleep(0.002)
-
-
-def _make_removable(path: str) -> None:
-    """Tasks may leave read-only folders behind; make them deletable by us."""
-    for dirpath, dirnames, _ in os.walk(path):
-        for d in dirnames:
-            full = os.path.join(dirpath, d)
-            if not os.path.islink(full):
-                with contextlib.suppress(OSError):
-                    os.chmod(full, 0o700)

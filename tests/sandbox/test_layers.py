@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
+import tempfile
 
 import pytest
 
@@ -61,7 +66,52 @@ def test_bwrap_command_drops_privileges_and_network() -> None:
     argv = layers.launch_argv("bwrap", fd=3, workspace="/workspace", tmp="/tmp", preload=[],
                               seccomp_fd=-1, tmpfs_bytes=1 << 20, host_dir="")  # fmt: skip
     for flag in ("--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-                 "--new-session", "--clearenv"):  # fmt: skip
+                 "--new-session", "--clearenv", "--as-pid-1"):  # fmt: skip
         assert flag in argv
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
     assert "--share-net" not in argv
+
+
+CLAIM = "from posttrain.sandbox import layers\nlayers.SANDBOX_UIDS = range({uid}, {uid} + 1)\n"
+CLAIM += "try:\n    print(layers.claim_uid())\nexcept OSError:\n    print('taken')"
+
+
+def test_a_claimed_uid_is_taken_for_every_process_until_released() -> None:
+    uid = layers.claim_uid()
+    try:
+        assert uid in layers.SANDBOX_UIDS
+        other = subprocess.run([sys.executable, "-c", CLAIM.format(uid=uid)], capture_output=True, text=True)  # fmt: skip
+        assert other.stdout == "taken\n", other.stderr
+        second = layers.claim_uid()
+        assert second != uid
+        layers.release_uid(second)
+    finally:
+        layers.release_uid(uid)
+    again = subprocess.run([sys.executable, "-c", CLAIM.format(uid=uid)], capture_output=True, text=True)  # fmt: skip
+    assert again.stdout == f"{uid}\n", again.stderr
+
+
+HOST_DIRS = """
+import json, os, stat
+from posttrain.sandbox import layers
+uid = layers.SANDBOX_UIDS[0] if os.geteuid() == 0 else None  # chown needs root
+first, second = layers.private_host_dir(uid), layers.private_host_dir(uid)
+parent = os.path.dirname(first)
+modes = {
+    path: [stat.S_IMODE(os.stat(path).st_mode), os.stat(path).st_uid]
+    for path in (parent, f"{first}/workspace", f"{first}/tmp")
+}
+layers.remove_host_dir(first)
+kept = os.path.isdir(parent) and not os.path.exists(first)
+layers.remove_host_dir(second)
+print(json.dumps([parent, uid or os.geteuid(), modes, kept, os.path.exists(parent)]))
+"""
+
+
+def test_private_host_dirs_sit_in_a_parent_nobody_else_can_list() -> None:
+    run = subprocess.run([sys.executable, "-c", HOST_DIRS], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    parent, owner, modes, kept, parent_left = json.loads(run.stdout)
+    assert os.path.dirname(parent) == tempfile.gettempdir()
+    assert list(modes.values()) == [[0o711, os.geteuid()], [0o700, owner], [0o700, owner]]
+    assert kept and not parent_left  # the parent goes with the last folder in it

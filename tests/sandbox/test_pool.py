@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import signal
 import threading
 import time
 
@@ -28,10 +31,10 @@ def test_lease_gives_a_clean_sandbox_each_time() -> None:
 def test_background_process_does_not_survive_release() -> None:
     with SandboxPool(size=1, spec=SPEC) as pool:
         with pool.lease() as sb:
-            first = sb.server_pid
+            first = sb.pids
             sb.exec("sleep 60 > /dev/null 2>&1 &")
         with pool.lease() as sb:
-            assert sb.server_pid == first  # same warm sandbox, not recycled
+            assert sb.pids == first  # same warm sandbox, not recycled
             procs = sb.run_python(
                 "import os; print([p for p in os.listdir('/proc') if p.isdigit()])"
             )
@@ -51,7 +54,9 @@ def test_timeout_recycles_the_sandbox() -> None:
 def test_dead_fork_server_is_replaced() -> None:
     with SandboxPool(size=1, spec=SPEC) as pool:
         with pool.lease() as sb:
-            assert sb.run_python("import os; os.kill(os.getppid(), 9)").error
+            # The server is its namespace's pid 1: a task cannot SIGKILL it, the host can.
+            threading.Timer(0.3, os.kill, (sb.pids[-1], signal.SIGKILL)).start()
+            assert sb.run_python("import time; time.sleep(20)", timeout=10).error
         with pool.lease() as sb:
             assert sb.run_python("print('ok')").stdout == "ok\n"
         assert pool.stats.recycled == 1
@@ -193,3 +198,61 @@ def test_a_sandbox_that_fails_to_restart_stays_in_the_pool(monkeypatch: pytest.M
         monkeypatch.setattr(Sandbox, "_start", real_start)
         with pool.lease(timeout=1) as sb:  # not lost: its next call starts it
             assert sb.run_python("print('back')").stdout == "back\n"
+
+
+def test_a_restart_failing_with_any_error_keeps_the_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    from posttrain.sandbox.sandbox import Sandbox
+
+    def out_of_fds(self: Sandbox) -> None:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    with SandboxPool(size=1, spec=SPEC) as pool:
+        real_start = Sandbox._start
+        with pool.lease() as sb:  # release() raises nothing
+            sb.run_python("while True: pass", timeout=0.3)
+            monkeypatch.setattr(Sandbox, "_start", out_of_fds)
+        monkeypatch.setattr(Sandbox, "_start", real_start)  # the shortage is over
+        with pool.lease(timeout=1) as sb:
+            assert sb.run_python("print('back')").stdout == "back\n"
+
+
+def test_a_baseline_set_during_a_lease_ends_with_it() -> None:
+    with SandboxPool(size=1, spec=SPEC) as pool:
+        with pool.lease() as sb:
+            sb.set_baseline(Snapshot.from_files({"task1_secret.txt": "answer"}))
+            sb.reset()
+        with pool.lease() as sb:
+            assert sb.list_files() == []
+            sb.reset()  # the next task's own resets return to the pool's baseline too
+            assert sb.list_files() == []
+        assert pool.stats.recycled == 0
+
+
+def test_a_baseline_set_during_a_lease_ends_with_it_when_recycled() -> None:
+    base = Snapshot.from_files({"repo/app.py": "X = 1\n"})
+    with SandboxPool(size=1, spec=SPEC, baseline=base) as pool:
+        with pool.lease() as sb:
+            sb.set_baseline(Snapshot.from_files({"task1_secret.txt": "answer"}))
+            assert sb.run_python("while True: pass", timeout=0.3).timed_out
+        with pool.lease() as sb:
+            assert sb.list_files() == ["repo/app.py"]
+        assert pool.stats.recycled == 1
+
+
+def test_a_sandbox_whose_baseline_fails_at_start_is_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from posttrain.sandbox import pool as pool_module
+    from posttrain.sandbox.sandbox import Sandbox
+
+    started: list[Sandbox] = []
+
+    class Recorded(Sandbox):
+        def __init__(self, spec: SandboxSpec | None = None) -> None:
+            super().__init__(spec)
+            started.append(self)
+
+    monkeypatch.setattr(pool_module, "Sandbox", Recorded)
+    with pytest.raises(SandboxError, match="reset failed"):
+        SandboxPool(size=1, spec=SPEC, baseline=Snapshot(b"not a tar archive"))
+    assert len(started) == 1 and not started[0].alive and started[0].pids == []

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import select
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +19,7 @@ from posttrain.sandbox import (
     Snapshot,
     layers,
 )
+from posttrain.sandbox import sandbox as sandbox_module
 
 pytestmark = pytest.mark.skipif(layers.best_mode() is None, reason="no isolation on this machine")
 
@@ -171,10 +177,69 @@ def test_baseline_is_what_reset_returns_to(sb: Sandbox) -> None:
         sb.set_baseline(None)
 
 
+def _kill_server_from_the_host(sb: Sandbox, after: float) -> threading.Timer:
+    server = sb.pids[-1]  # idle: [launcher, fork-server], or just the server in "none" mode
+    killer = threading.Timer(after, os.kill, (server, signal.SIGKILL))
+    killer.start()
+    return killer
+
+
 def test_dead_server_becomes_an_error_field_then_restarts(sb: Sandbox) -> None:
-    result = sb.run_python("import os, signal; os.kill(os.getppid(), signal.SIGKILL)")
-    assert result.error is not None and sb.needs_recycle
+    _kill_server_from_the_host(sb, after=0.3)
+    result = sb.run_python("import time; time.sleep(20)", timeout=10)
+    assert result.error is not None and result.wall_s < 5 and sb.needs_recycle
     assert sb.run_python("print('back')").stdout == "back\n"
+
+
+def test_unresponsive_server_is_a_timed_out_error_field(
+    sb: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox_module, "_GRACE_S", 0.5)
+    os.kill(sb.pids[-1], signal.SIGSTOP)  # only the host can stop it: see the next test
+    result = sb.run_python("print('never')", timeout=0.5)
+    assert result.timed_out and "unresponsive" in (result.error or "") and not sb.alive
+    assert sb.run_python("print('back')").stdout == "back\n"
+
+
+def test_a_task_cannot_kill_stop_or_patch_its_fork_server(sb: Sandbox) -> None:
+    attack = (
+        "import os, signal\nppid = os.getppid()\n"
+        "for s in (signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM):\n    os.kill(ppid, s)\n"
+        "try:\n    open('/proc/1/mem', 'r+b')\n    print(ppid, 'patchable')\n"
+        "except OSError as exc:\n    print(ppid, 'denied', exc.errno)"
+    )
+    result = sb.run_python(attack, timeout=5)
+    assert result.error is None and result.stdout == "1 denied 13\n", result  # it is pid 1
+    assert sb.alive and not sb.needs_recycle
+    assert sb.run_python("print('still warm')").stdout == "still warm\n"
+
+
+def test_path_arguments_are_accepted(sb: Sandbox) -> None:
+    sb.write_file(Path("pkg") / "hi.py", "print('hi')")
+    assert sb.read_file(Path("pkg/hi.py")) == "print('hi')"
+    assert sb.exec(["python3", Path("pkg/hi.py")]).stdout == "hi\n"
+    assert sb.exec([b"printf", b"%s", "é".encode()]).stdout == "é"
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda sb: sb.exec(["echo", 3]), r"exec argv\[1\] must be str, bytes or os.PathLike"),
+        (lambda sb: sb.read_file(7), "path must be"),
+        (lambda sb: sb.write_file("x.txt", "x", mode=object()), "'write' cannot be sent"),
+        (lambda sb: sb.write_file("x.txt", 123), "'write' cannot be sent"),
+        (lambda sb: sb.run_python("pass", stdin=[1]), "'python' cannot be sent"),
+    ],
+)
+def test_a_value_of_the_wrong_type_raises_and_leaves_the_sandbox_alone(
+    sb: Sandbox, call: Callable[[Sandbox], object], message: str
+) -> None:
+    sb.write_file("keep.txt", "kept")
+    name = sb.name
+    with pytest.raises(TypeError, match=message):
+        call(sb)
+    assert sb.alive and sb.name == name  # not killed, not restarted
+    assert sb.read_file("keep.txt") == "kept"
 
 
 def test_bad_timeout_and_empty_command_raise(sb: Sandbox) -> None:
@@ -265,3 +330,81 @@ def test_unshare_fallback_holds_no_capabilities_and_a_private_tmpdir() -> None:
     with Sandbox(isolation="unshare") as fallback:
         probe = "import os, tempfile\nprint(open('/proc/self/status').read().split('CapEff:')[1].split()[0], tempfile.gettempdir() == os.environ['TMPDIR'] != '/tmp')"
         assert fallback.run_python(probe).stdout == "0000000000000000 True\n"
+
+
+def _in_a_forked_child(work: Callable[[], str], timeout: float = 60.0) -> str:
+    """What `work()` returns in a forked child of this process, or "hung" after `timeout`."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            try:
+                out = work()
+            except BaseException as exc:
+                out = f"raised {exc!r}"
+            os.write(w, out.encode())
+        finally:
+            os._exit(0)  # never back into pytest
+    os.close(w)
+    ready, _, _ = select.select([r], [], [], timeout)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+    out = os.read(r, 1 << 16).decode() if ready else "hung"
+    os.waitpid(pid, 0)
+    os.close(r)
+    return out
+
+
+def test_a_forked_child_leaves_the_parents_sandbox_alone(sb: Sandbox) -> None:
+    sb.write_file("mine.txt", "parent's")
+    pids = sb.pids
+
+    def child() -> str:
+        alive = sb.alive  # the copy is not the child's sandbox
+        sb.close()  # as a child's exit (atexit, __del__) would
+        return f"alive={alive}"
+
+    assert _in_a_forked_child(child) == "alive=False"
+    assert sb.alive and sb.pids == pids
+    assert sb.read_file("mine.txt") == "parent's"
+
+
+def test_a_forked_child_starts_sandboxes_of_its_own(sb: Sandbox) -> None:
+    sb.write_file("mine.txt", "parent's")  # and the launcher thread has run
+
+    def child() -> str:
+        with Sandbox(sb.spec) as own:
+            new = own.run_python("print('new')").stdout
+        copied = sb.run_python("import os; print(os.listdir('.'))").stdout  # starts afresh
+        sb.close()
+        return new + copied
+
+    assert _in_a_forked_child(child) == "new\n[]\n"
+    assert sb.read_file("mine.txt") == "parent's"
+
+
+@pytest.mark.skipif(
+    not layers.unshare_status()[0] or os.geteuid() != 0,
+    reason="the unshare fallback needs root to drop to its own uids",
+)
+def test_unshare_sandboxes_cannot_list_or_open_each_others_folders() -> None:
+    with Sandbox(isolation="unshare") as victim, Sandbox(isolation="unshare") as attacker:
+        victim.write_file("hidden_test.py", "SECRET = 42\n")
+        assert victim._host_dir is not None and attacker._host_dir is not None
+        parent, target = (
+            os.path.dirname(victim._host_dir),
+            os.path.join(victim._host_dir, "workspace"),
+        )
+        probe = (
+            f"import os\nfor path in ({parent!r}, {target!r}):\n    try:\n"
+            "        print(os.listdir(path))\n    except OSError as exc:\n        print(exc.errno)\n"
+            f"try:\n    open({target + '/hidden_test.py'!r}, 'w').write('tampered')\n"
+            "except OSError as exc:\n    print(exc.errno)"
+        )
+        assert attacker.run_python(probe).stdout == "13\n13\n13\n"  # EACCES, even by name
+        assert victim.read_file("hidden_test.py") == "SECRET = 42\n"
+        owners = {os.stat(f"{sb._host_dir}/workspace").st_uid for sb in (victim, attacker)}
+        assert len(owners) == 2 and owners <= set(layers.SANDBOX_UIDS)
+        uids = set(owners)
+    assert not uids & set(layers._claims)  # released with their sandboxes

@@ -91,3 +91,45 @@ def test_too_many_snapshots_fail_clearly_and_the_session_lives_on(session: Pytho
         for _ in range(500):  # each snapshot holds a process: the pids limit ends it
             session.snapshot()
     assert session.run("print(x + 1)").stdout == "2\n"
+
+
+# A process the session starts and leaves running; the host finds it by its argument.
+SPAWN = "import subprocess\nsubprocess.Popen(['sleep', '4321'])\n"
+
+
+def _spawned_left(sb: Sandbox) -> bool:
+    for pid in sb.pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read() == b"sleep\x004321\x00":
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def test_a_timed_out_call_kills_what_the_session_started(session: PythonSession) -> None:
+    result = session.run(SPAWN + "import time\ntime.sleep(60)", timeout=0.5)
+    assert result.timed_out
+    assert not _spawned_left(session.sandbox)
+
+
+def test_close_and_reopen_kill_what_the_session_started(session: PythonSession) -> None:
+    session.run(SPAWN)
+    assert _spawned_left(session.sandbox)  # a session may keep processes between calls
+    PythonSession(session.sandbox)  # a new session replaces this one
+    assert not _spawned_left(session.sandbox)
+    again = PythonSession(session.sandbox)
+    again.run(SPAWN)
+    again.close()
+    assert not _spawned_left(session.sandbox)
+
+
+def test_restore_kills_what_the_live_copy_started(session: PythonSession) -> None:
+    session.run("x = 1")
+    snap = session.snapshot()
+    session.restore(snap)  # the live process is now a copy forked from the frozen one
+    session.run(SPAWN)
+    session.restore(snap)
+    assert not _spawned_left(session.sandbox)
+    assert session.run("print(x)").stdout == "1\n"

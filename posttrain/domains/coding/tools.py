@@ -22,6 +22,7 @@ makes are kept in the snapshot but not followed by the file tools.
 
 from __future__ import annotations
 
+import glob
 from typing import Any
 
 from posttrain.domains.coding.patch import PatchError, apply_patch, clean_path
@@ -120,7 +121,8 @@ class CodingSession:
         patched = apply_patch(texts, args["patch"])
         changed = {p: t for p, t in patched.items() if texts.get(p) != t}
         gone = [p for p in texts if p not in patched]
-        self.state = self.state.with_files(changed, drop=gone)
+        # `drop` takes globs: escaped, a deleted `x[1].py` or `*.py` is that one file only.
+        self.state = self.state.with_files(changed, drop=[glob.escape(p) for p in gone])
         return Observation(f"patched {', '.join(sorted(changed) + sorted(gone)) or 'nothing'}")
 
     def _shell(self, command: str) -> Observation:

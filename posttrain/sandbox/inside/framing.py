@@ -11,10 +11,16 @@ _HEADER = struct.Struct("!II")  # json length, payload length
 MAX_FRAME = 1 << 30
 
 
+def encode_frame(header: dict[str, Any], payload: bytes = b"") -> bytes:
+    """One frame as bytes: a JSON header and an opaque binary payload. Raises TypeError
+    (or ValueError) for a header JSON cannot carry or a payload that is not bytes-like."""
+    body = json.dumps(header).encode()
+    return _HEADER.pack(len(body), len(payload)) + body + payload
+
+
 def send_frame(sock: socket.socket, header: dict[str, Any], payload: bytes = b"") -> None:
     """Write one frame: a JSON header and an opaque binary payload."""
-    body = json.dumps(header).encode()
-    sock.sendall(_HEADER.pack(len(body), len(payload)) + body + payload)
+    sock.sendall(encode_frame(header, payload))
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:

@@ -5,8 +5,11 @@ SCRATCH SECCOMP_FD PRELOAD...`) and talks to it over the UNIX socket FD. Start-u
 imports the preload modules (pytest: also its plugins), warms the interpreter's
 lazy paths, freezes the heap for cheap forks, becomes a child subreaper, loads the
 seccomp filter and turns non-dumpable — its tasks share its uid, and must not read
-or patch its memory. Then it serves one request at a time: tasks (`tasks.run_task`),
-file operations (`files`), snapshots, resets and python sessions (`sessions`).
+or patch its memory. In bwrap and unshare mode it is its pid namespace's pid 1, so
+signals reach it from inside only where it installed a handler. Then it serves one
+request at a time: tasks (`tasks.run_task`), file operations (`files`), snapshots,
+resets and python sessions (`sessions`); a session call that times out, a restore and
+a close kill what the session process started too, not just the process.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ import select
 import signal
 import socket
 import sys
+import time
 import traceback
 from typing import Any
 
 from . import files
 from .framing import recv_frame, send_frame
 from .sessions import session_main
-from .tasks import TASK_ENV, clear_sysv_ipc, kill_descendants, reap, run_task, set_dumpable
+from .tasks import TASK_ENV, clear_sysv_ipc, kill_descendants, run_task, set_dumpable
 
 
 class Server:
@@ -152,24 +156,26 @@ class Server:
         return reply
 
     def _kill_live(self) -> None:
+        """Kill the live session process and every process it started; the frozen
+        snapshots (and the live copy's zombie, their child) are kept."""
         if self.session_pid:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.session_pid, signal.SIGKILL)
+            # Its children reach us (the subreaper) only once it has exited: wait for that.
+            _wait_exit(self.session_pid)
             self.keep.discard(self.session_pid)
             self.session_pid = 0
-        reap()
+        kill_descendants(set(self.frozen.values()))
 
     def session_close(self) -> None:
-        self._kill_live()
-        for pid in self.frozen.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        """End the session: its process, its snapshots and everything they started."""
+        self.session_pid = 0
         self.frozen.clear()
         self.keep = set()
         if self.session_sock is not None:
             self.session_sock.close()
             self.session_sock = None
-        reap()
+        kill_descendants(set())  # no task runs between requests: every descendant is the session's
 
     def serve(self) -> None:
         send_frame(self.sock, {"ready": True, "pid": os.getpid(), "python": sys.version.split()[0]})
@@ -189,6 +195,31 @@ class Server:
             except Exception as exc:  # a bad request must not take the sandbox down
                 header, body = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}, b""
             send_frame(self.sock, header, body)
+
+
+def _wait_exit(pid: int, timeout: float = 2.0) -> None:
+    """Until `pid` has exited (a zombie counts): it may be another process's child, so a
+    pidfd, not waitpid."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except OSError:  # no pidfds here: poll its state instead
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    line = f.read()
+            except OSError:
+                return
+            if line[line.rindex(b")") + 2 : line.rindex(b")") + 3] == b"Z":
+                return
+            time.sleep(0.001)
+        return
+    try:
+        select.select([fd], [], [], timeout)
+    finally:
+        os.close(fd)
 
 
 def _warm_pytest(folder: str) -> None:

@@ -34,6 +34,15 @@ def test_apply_patch_edits_and_reports_a_bad_patch() -> None:
     assert error and "does not match" in text
 
 
+@pytest.mark.parametrize("gone", ["x[1].py", "*.py", "x?.py"])
+def test_a_patch_deleting_a_file_with_glob_characters_deletes_only_it(gone: str) -> None:
+    others = {"x1.py": "keep\n", "xy.py": "keep\n", "x[1].py": "keep\n", "*.py": "keep\n"}
+    session = CodingSession({**others, gone: "bye\n"})
+    patch = f"--- a/{gone}\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n"
+    assert not call(session, "apply_patch", patch=patch)[1]
+    assert sorted(session.files()) == sorted(set(others) - {gone})
+
+
 @pytest.mark.parametrize(("name", "arguments"), [("read_file", {"path": "../etc/passwd"}), ("read_file", {"path": "missing"}), ("rm", {}), ("shell", {})])  # fmt: skip
 def test_bad_calls_are_error_observations(name: str, arguments: dict[str, str]) -> None:
     assert call(CodingSession({"a": "b"}), name, **arguments)[1]
