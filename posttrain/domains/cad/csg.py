@@ -59,6 +59,8 @@ def parse_csg(text: str) -> dict[str, Any]:
         tree = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise CsgError(f"not valid JSON ({str(exc)[:80]})") from None
+    except ValueError:  # an integer over Python's 4300-digit limit
+        raise CsgError("not valid JSON (a number in it is too long)") from None
     check_tree(tree)
     return tree  # type: ignore[no-any-return]
 
@@ -70,7 +72,10 @@ def check_tree(tree: Any) -> None:
 
 
 def _number(value: Any, where: str, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CsgError(f"{where} must be a finite number")
+    # An int is finite, and math.isfinite would overflow on one past float's range.
+    if isinstance(value, float) and not math.isfinite(value):
         raise CsgError(f"{where} must be a finite number")
     if abs(value) > MAX_SIZE:
         raise CsgError(f"{where} is larger than {MAX_SIZE:g}")

@@ -12,7 +12,8 @@ Components (each in [0, 1]) and what passing needs:
 - `bbox`      — every face of the bounding box within 0.3 mm (or 1% of the size)
 - `volume`    — within 3% of the reference volume
 - `features`  — the share of the spec's probes that hold (holes open and of the right
-  size, walls as thick as asked, cavities empty): all must
+  size, hubs, standoffs and keyways of the right size, walls as thick as asked,
+  cavities empty): all must
 - `holes`     — the genus (number of through holes) equals the spec's
 - `symmetry`  — the share of the reference's mirror symmetries the candidate keeps
 - `iou`       — volume IoU with the reference, ≥ 0.95

@@ -191,7 +191,7 @@ class SceneLevelDomain(AnswerDomain):
         if stripped.startswith("{") and len(stripped) < 10_000:
             try:
                 data = json.loads(stripped)
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # ValueError: bad JSON, or an int over 4300 digits
                 data = None
         well_formed = isinstance(data, dict) and sorted(data) == ["coins", "enemies", "key"] and _cells([data.get("key")], 1) and _cells(data.get("coins"), spec["coins"]) and _cells(data.get("enemies"), spec["enemies"])  # fmt: skip
         if not well_formed:

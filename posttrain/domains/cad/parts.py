@@ -13,8 +13,12 @@ built by `make_part(kind, params)`:
     part.genus     # the number of through holes, the solid's genus
 
 `features` is the number of holes and slots; the CAD domains set it from the difficulty.
-Every probe sits at least 10% of a hole's radius away from the true surface, so a
-32-segment model passes and a hole 1 mm too large or small, or missing, fails.
+Probes sit a fixed distance from the true surface — 0.3 mm (`PROBE_MARGIN`) either side
+of a hole's wall (10% of the radius for holes under 6 mm across), of a hub's or a
+standoff's outer wall, and 0.2 mm either side of a keyway's faces — so a 32-segment
+model passes, while a hole 1 mm too large or small in diameter (for holes up to 40 mm
+across) or missing, a hub or standoff 1 mm too wide or narrow, or a keyway 1 mm too
+wide, too long or too deep fails.
 
 Not guaranteed: probes check the features the spec names, not every surface; the
 generators keep holes apart and away from edges (pitch ≥ 3 diameters), not any
@@ -30,6 +34,7 @@ from typing import Any
 
 from posttrain.domains.cad.csg import cube, cylinder, difference, rotate, translate, union
 
+PROBE_MARGIN = 0.3  # mm between a probe and the true surface it checks (holes, bosses)
 KINDS = ("plate", "bracket", "flange", "enclosure", "shaft", "standoffs")
 Node = dict[str, Any]
 
@@ -62,19 +67,84 @@ def _hole(at: list[float], axis: str, r: float, length: float) -> Node:
 
 
 def _hole_probes(label: str, at: list[float], axis: str, r: float, length: float) -> list[dict[str, Any]]:  # fmt: skip
+    """The hole is open out to `PROBE_MARGIN` inside its wall and solid from as far
+    outside it (10% of the radius for holes under 6 mm across, where 0.3 mm is too much)."""
     inner = length * 0.9
-    ring = difference(cylinder(inner, r * 1.35, center=True), cylinder(inner + 2, r * 1.1, center=True))  # fmt: skip
+    gap = min(PROBE_MARGIN, 0.1 * r)
+    ring = difference(cylinder(inner, r + gap + min(2.0, 0.25 * r), center=True), cylinder(inner + 2, r + gap, center=True))  # fmt: skip
     return [
         {
             "label": f"{label} is open",
             "expect": "empty",
-            "region": translate(at, _axis_turn(axis, cylinder(inner, r * 0.9, center=True))),
+            "region": translate(at, _axis_turn(axis, cylinder(inner, r - gap, center=True))),
         },  # fmt: skip
         {
             "label": f"{label} is not oversized",
             "expect": "full",
             "region": translate(at, _axis_turn(axis, ring)),
         },  # fmt: skip
+    ]
+
+
+def _boss_probes(label: str, at: list[float], r: float, z0: float, z1: float) -> list[dict[str, Any]]:  # fmt: skip
+    """A round boss (hub, standoff) standing from z0 to z1: solid just inside its surface,
+    empty just outside, `PROBE_MARGIN` clear of it and 1 mm thick."""
+    h = z1 - z0 - 2 * PROBE_MARGIN
+    base = [at[0], at[1], z0 + PROBE_MARGIN]
+
+    def shell(r_in: float, r_out: float) -> Node:
+        return translate(base, difference(cylinder(h, r_out), translate([0, 0, -1], cylinder(h + 2, r_in))))  # fmt: skip
+
+    return [
+        {
+            "label": f"{label} is not undersized",
+            "expect": "full",
+            "region": shell(r - PROBE_MARGIN - 1, r - PROBE_MARGIN),
+        },
+        {
+            "label": f"{label} is not oversized",
+            "expect": "empty",
+            "region": shell(r + PROBE_MARGIN, r + PROBE_MARGIN + 1),
+        },
+    ]
+
+
+def _keyway_probes(radius: float, kw: float, kd: float, kl: float, key_z: float) -> list[dict[str, Any]]:  # fmt: skip
+    """A keyway cut into the +x side of a shaft of `radius`: empty 0.2 mm inside its faces,
+    solid 0.2..1.2 mm beyond its floor, its two sides and its two ends (side and end
+    probes clipped to 0.3 mm inside the shaft's surface)."""
+    floor_x, y0, z0 = radius - kd, -kw / 2, key_z
+    clip = cylinder(key_z + kl + 4, radius - PROBE_MARGIN)
+
+    def probe(label: str, expect: str, at: list[float], size: list[float]) -> dict[str, Any]:
+        region = translate(at, cube(size[0], size[1], size[2]))
+        if expect == "full" and at[0] > floor_x:  # reaches the round surface: clip it
+            region = {"op": "intersection", "children": [clip, region]}
+        return {"label": f"the keyway {label}", "expect": expect, "region": region}
+
+    x_in = floor_x + 0.2  # from just above the floor out past the surface
+    return [
+        probe("is cut", "empty", [x_in, y0 + 0.2, z0 + 0.2], [kd, kw - 0.4, kl - 0.4]),
+        probe(
+            "is not too deep",
+            "full",
+            [floor_x - 1.2, y0 + 0.2, z0 + 0.2],
+            [1.0, kw - 0.4, kl - 0.4],
+        ),
+        probe(
+            "is not too wide (+y side)",
+            "full",
+            [x_in, y0 + kw + 0.2, z0 + 0.2],
+            [kd, 1.0, kl - 0.4],
+        ),
+        probe("is not too wide (-y side)", "full", [x_in, y0 - 1.2, z0 + 0.2], [kd, 1.0, kl - 0.4]),
+        probe("is not too long (low end)", "full", [x_in, y0 + 0.2, z0 - 1.2], [kd, kw - 0.4, 1.0]),
+        probe(
+            "is not too long (high end)",
+            "full",
+            [x_in, y0 + 0.2, z0 + kl + 0.2],
+            [kd, kw - 0.4, 1.0],
+        ),
     ]
 
 
@@ -196,6 +266,8 @@ def _flange(p: dict[str, Any]) -> PartSpec:
     tree = difference(body, _hole([0, 0, top / 2], "z", bore / 2, top), *[_hole(c, "z", bd / 2, t) for c in centres])  # fmt: skip
     probes = _hole_probes("the bore", [0, 0, top / 2], "z", bore / 2, top)
     probes += [pr for i, c in enumerate(centres) for pr in _hole_probes(f"bolt hole {i + 1}", c, "z", bd / 2, t)]  # fmt: skip
+    if hub_h:
+        probes += _boss_probes("the hub", [0, 0], hub_d / 2, t, top)
     hub = (
         f" A round hub of diameter {_mm(hub_d)} rises from the disc's top face to z = {top:g}, coaxial with it."
         if hub_h
@@ -255,8 +327,7 @@ def _shaft(p: dict[str, Any]) -> PartSpec:
     pin_z = [l1 + 3 * pd + 3 * pd * i + 1.5 * pd for i in range(pins)]
     body = union(cylinder(l1, d1 / 2), translate([0, 0, l1 - 0.0], cylinder(l2, d2 / 2)))
     tree = difference(body, keyway, *[_hole([0, 0, z], "x", pd / 2, d2) for z in pin_z])
-    probes = [{"label": "the keyway is cut", "expect": "empty", "region": translate([d1 / 2 - kd + 0.2, -kw / 2 + 0.2, key_z + 0.2], cube(kd, kw - 0.4, kl - 0.4))}]  # fmt: skip
-    probes.append({"label": "the keyway is not too deep", "expect": "full", "region": translate([d1 / 2 - kd - 1.2, -kw / 2 + 0.2, key_z + 0.2], cube(1.0, kw - 0.4, kl - 0.4))})  # fmt: skip
+    probes = _keyway_probes(d1 / 2, kw, kd, kl, key_z)
     probes += [pr for i, z in enumerate(pin_z) for pr in _hole_probes(f"cross hole {i + 1}", [0, 0, z], "x", pd / 2, d2 * 0.6)]  # fmt: skip
     text = (
         f"A stepped round shaft along the z axis. Its main section has diameter {_mm(d1)} from z = 0 to z = {l1:g}; "
@@ -278,7 +349,7 @@ def _standoffs(p: dict[str, Any]) -> PartSpec:
     body = union(cube(w, depth, t), *[translate([x, y, 0], cylinder(top, post_d / 2)) for x, y in centres])  # fmt: skip
     tree = difference(body, *[_hole([x, y, top / 2], "z", d / 2, top) for x, y in centres])
     probes = [pr for i, (x, y) in enumerate(centres) for pr in _hole_probes(f"standoff {i + 1}'s hole", [x, y, top / 2], "z", d / 2, top)]  # fmt: skip
-    probes += [{"label": f"standoff {i + 1} stands", "expect": "full", "region": translate([x, y, t + 0.2], difference(cylinder(post_h - 0.4, post_d / 2 - 0.2), translate([0, 0, -1], cylinder(post_h + 2, d / 2 * 1.35))))} for i, (x, y) in enumerate(centres)]  # fmt: skip
+    probes += [pr for i, (x, y) in enumerate(centres) for pr in _boss_probes(f"standoff {i + 1}", [x, y], post_d / 2, t, top)]  # fmt: skip
     text = (
         f"A base plate {_mm(w)} long (x) by {_mm(depth)} wide (y) and {_mm(t)} thick (z), one corner at the origin "
         f"and the plate in the positive x, y and z directions, carrying {cols * rows} round standoffs of diameter "

@@ -150,8 +150,8 @@ def parse_layout(text: str, scene: dict[str, Any]) -> tuple[list[Placed] | None,
         return None, "the answer is not a bare JSON object"
     try:
         data = json.loads(stripped)
-    except (json.JSONDecodeError, RecursionError):
-        return None, "the answer is not valid JSON"
+    except (ValueError, RecursionError):  # ValueError: bad JSON, or an int over 4300 digits
+        return None, "the answer is not valid JSON (or holds a number too long to read)"
     if not isinstance(data, dict) or sorted(data) != sorted(scene["names"]):
         return None, f"the JSON must have exactly the keys {', '.join(scene['names'])}"
     out = []

@@ -136,7 +136,7 @@ class SceneShelfDomain(AnswerDomain):
         if stripped.startswith("{") and len(stripped) < 10_000:
             try:
                 data = json.loads(stripped)
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # ValueError: bad JSON, or an int over 4300 digits
                 data = None
         ok = (
             isinstance(data, dict)

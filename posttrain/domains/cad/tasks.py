@@ -8,7 +8,8 @@
   the final source must be one that was rendered (execute → observe → correct).
 - `cad/openscad-modify-v1` (single turn): an existing model's source and one change
   (a hole size, a thickness, one more column of holes, a taller leg ...); the answer
-  is the whole modified source.
+  is the whole modified source. Every change moves a feature that the size check or
+  a probe sees, so the original source handed back unchanged fails.
 
 Every answer is compiled by OpenSCAD inside the sandbox (openscad.py) and judged
 against the reference solid (judge.py: watertight, bounding box, volume, probes of
