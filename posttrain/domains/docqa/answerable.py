@@ -1,10 +1,11 @@
 """`docqa/answerable-v1` (validity): answer from a status report, or say it cannot be.
 
 A project status report names each project's lead, deputy and target date; the
-question asks who leads one project. About half the questions cannot be answered from
-the document: the project is not in it (a project with a similar code name is), or the
-report says its lead has not been named yet (its deputy is). The answer is the lead's
-full name, or exactly `unanswerable`.
+question asks who leads one project. About a quarter of the questions cannot be
+answered from the document (few enough that always replying `unanswerable` passes
+about 25% of tasks): the project is not in it (a project with a similar code name is),
+or the report says its lead has not been named yet (its deputy is). The answer is the
+lead's full name, or exactly `unanswerable`.
 
 The verdict first checks the decision (answer vs. `unanswerable`, the `decision`
 component), then the value (`value`); reward is 1 only when both hold. Difficulty
@@ -28,6 +29,9 @@ from posttrain.types import Task, Verdict
 
 UNANSWERABLE = "unanswerable"
 SUFFIXES = ("II", "Next", "Lite", "Labs", "Prime")
+# 3 : 0.5 : 0.5, so a quarter of the tasks are unanswerable and the constant reply
+# `unanswerable` cannot beat reading the report.
+KINDS, KIND_WEIGHTS = ("answerable", "absent", "unnamed"), (6, 1, 1)
 
 
 class AnswerableDomain(AnswerDomain):
@@ -55,7 +59,7 @@ class AnswerableDomain(AnswerDomain):
                 deputy = d.person(rng)
             taken.append(deputy)
             deputies.append(deputy)
-        kind = rng.choice(("answerable", "answerable", "absent", "unnamed"))
+        kind = rng.choices(KINDS, weights=KIND_WEIGHTS)[0]
         if kind == "unnamed" and difficulty < 3:
             kind = "absent"
         # The asked project is projects[0]; for "absent" the report holds a look-alike.

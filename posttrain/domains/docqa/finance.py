@@ -10,22 +10,28 @@
 - `docqa/cited-limit-v1` (fields_citations) — an expense policy states spending
   limits by category, and amendments raise or lower some ("raised from $A to $B");
   the answer is JSON `{"answer": <current limit>, "quote": <verbatim sentence>}`.
-  The answer scores when it equals the limit; the quote when it occurs verbatim in
-  the document (whitespace folded), is at most 300 characters and contains the limit
-  as the document writes it. Reward is the mean of the two; passing needs both.
+  The answer scores when it equals the limit (an answer that is not a finite number,
+  such as a JSON integer too large for a float, is wrong, not a verifier error); the
+  quote when it occurs verbatim within one line of the document (whitespace folded),
+  is at most 300 characters, names the asked category and contains the limit as the
+  document writes it, so the bare amount is no quote. Reward is the mean of the two;
+  passing needs both.
 
 `measure` is the number of figures stated (gold figures plus distractors), fixed by
 difficulty.
 
-Not guaranteed: a quote that holds the right amount in an unrelated sentence still
-counts; growth answers are accepted within the tolerance, so 12.35% passes for 12.34%.
+Not guaranteed: the quote need not be a whole sentence, so a fragment such as "for
+meals (per day) was raised from $40.00 to $50.00" counts; growth answers are accepted
+within the tolerance, so 12.35% passes for 12.34%.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
+from typing import Any
 
 from posttrain.domains.answer_domain import AnswerDomain, Problem, verdict
 from posttrain.domains.base import Axes
@@ -127,6 +133,33 @@ def _cited_answer(amount: float, quote: str) -> str:
     return json.dumps({"answer": f"{amount:.2f}", "quote": quote}, ensure_ascii=False)
 
 
+def _amount(answer: object) -> float | None:
+    """The answer as a finite number, or None: a JSON integer too large for a float (or
+    one that overflows to infinity) is a malformed answer, not a verifier failure."""
+    if isinstance(answer, str):
+        return strict_number(answer)
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        return None
+    try:
+        number = float(answer)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _supports(quote: str, meta: dict[str, Any]) -> bool:
+    """The quote is a verbatim span of one line of the document (whitespace folded, at
+    most 300 characters) that names the asked category and states its limit."""
+    folded = " ".join(quote.split())
+    lines = (" ".join(line.split()) for line in meta["document"].splitlines())
+    return (
+        0 < len(folded) <= 300
+        and any(folded in line for line in lines)
+        and meta["category"].casefold() in folded.casefold()
+        and _states(folded, meta["surface"])
+    )
+
+
 def _states(quote: str, surface: str) -> bool:
     """True when `surface` ("50.00") occurs in the quote as a whole amount, not "150.00"."""
     return re.search(rf"(?<![0-9,.]){re.escape(surface)}(?![0-9])", quote) is not None
@@ -179,6 +212,7 @@ class CitedLimitDomain(AnswerDomain):
         stale = f"The limit for {cats[0]} is {d.money_text(original[0], style)}."
         document = "\n".join(lines)
         meta = {
+            "category": cats[0],
             "limit": limits[0],
             "surface": f"{limits[0]:,.2f}",
             "document": document,
@@ -196,25 +230,18 @@ class CitedLimitDomain(AnswerDomain):
         value = parse_json(text)
         if not isinstance(value, dict) or sorted(value) != ["answer", "quote"]:
             return verdict(False, 'a JSON object with "answer" and "quote"', why="not that")
-        answer, quote = value["answer"], value["quote"]
-        number = strict_number(answer) if isinstance(answer, str) else None
-        if isinstance(answer, (int, float)) and not isinstance(answer, bool):
-            number = float(answer)
+        number = _amount(value["answer"])
         answer_ok = number is not None and abs(number - task.meta["limit"]) < 0.005
-        folded = " ".join(quote.split()) if isinstance(quote, str) else ""
-        quote_ok = (
-            0 < len(folded) <= 300
-            and folded in " ".join(task.meta["document"].split())
-            and _states(folded, task.meta["surface"])
-        )
+        quote = value["quote"]
+        quote_ok = isinstance(quote, str) and _supports(quote, task.meta)
         components = {"answer": float(answer_ok), "quote": float(quote_ok)}
+        said = "right" if answer_ok else "wrong" if number is not None else "not a plain number"
         return verdict(
             answer_ok and quote_ok,
             "the current limit with a verbatim quote that states it",
             components=components,
             reward=(answer_ok + quote_ok) / 2,
-            why=f"answer {'right' if answer_ok else 'wrong'}, quote "
-            f"{'supports it' if quote_ok else 'does not support it'}",
+            why=f"answer {said}, quote {'supports it' if quote_ok else 'does not support it'}",
         )
 
     def wrong(self, task: Task) -> list[str]:

@@ -3,9 +3,10 @@
 
 The answer gives each field as `{"value": ..., "quote": ...}`; `CitedDomain` (in
 `record.py`) scores a field 1 only when the value matches and the quote (≤ 100
-characters) occurs verbatim in the document and contains one of the field's
-surfaces — the distinctive way the document writes that value ("12 months",
-"1,850.00", "3rd of March 2024"). What difficulty adds, per domain:
+characters) occurs verbatim within one line of the document and contains one of the
+field's surfaces — the distinctive way the document writes that value ("12 months",
+"1,850.00", "3rd of March 2024") — plus at least two other words of the line (or the
+whole line), so the bare value is no quote. What difficulty adds, per domain:
 
 - lease: a late fee and a pet deposit beside the rent and the deposit, the signing
   date beside the start date, terms in words ("twelve (12) months");
@@ -17,8 +18,8 @@ surfaces — the distinctive way the document writes that value ("12 months",
 `measure` counts the values the document holds (gold values plus distractors); it
 depends only on difficulty.
 
-Not guaranteed: a quote that holds a surface in an unrelated sentence still counts;
-the pools of names, places and injuries are small.
+Not guaranteed: a quote that holds a surface and two other words of an unrelated
+sentence still counts; the pools of names, places and injuries are small.
 """
 
 from __future__ import annotations

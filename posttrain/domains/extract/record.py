@@ -11,7 +11,8 @@ rules), the reference (the gold record as JSON) and the verdict:
   keys, types and formats; else 0);
 - then each top-level field scores 1 or 0 by its kind: `text` fuzzy (ratio ≥ 0.9 after
   whitespace and case folding), `code`/`email` exact after case folding and removing
-  spaces, `phone` by its digits, `number` equal to three decimals (`values_close`), `date`
+  spaces, `phone` by its digits (exactly ten, after dropping a leading country code 1
+  from eleven), `number` equal to three decimals (`values_close`), `date`
   (YYYY-MM-DD), `month` (YYYY-MM or "present"), `time` (HH:MM), `integer`, `choice`
   and `boolean` exactly; a `list` field scores matched items / max(gold, predicted)
   items, matched in order or as a set as the field says, an item matching when every
@@ -19,14 +20,17 @@ rules), the reference (the gold record as JSON) and the verdict:
 - reward = mean field score; `passed` only when every field scores 1.
 
 `CitedDomain` wraps every field as `{"value": ..., "quote": ...}`: a field scores 1 only
-when the value matches and the quote (≤ 100 characters) occurs verbatim in the
-document (whitespace collapsed) and contains one of the ways the document writes the
-value (`Doc.surfaces`, case folded). A right value with a fabricated quote fails.
+when the value matches and the quote (≤ 100 characters) occurs verbatim within one
+line of the document (whitespace collapsed) and contains one of the ways the document
+writes the value (`Doc.surfaces`, case folded) together with context: at least two
+other words, or the whole line when the line holds only one ("Tenant: Ada Lee"). A
+right value with a fabricated quote, or with the bare value as its quote, fails.
 
 Not guaranteed: list items are matched greedily (an item close to two gold items may
 take the wrong one); fuzzy text matching forgives small slips, so "Jon" passes for
 "John" in a long name; the quote check accepts any verbatim span holding the value's
-surface form, even one from an unrelated sentence that repeats it.
+surface form and two other words, even one from an unrelated sentence that repeats it,
+and the two words may be as empty as "and the".
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ _FORMATS: dict[str, dict[str, Any]] = {
     "boolean": {"type": "boolean"},
 }
 MAX_QUOTE = 100
+CONTEXT_WORDS = 2  # words a quote holds besides the value, unless it is the whole line
 RULES = (
     "Write dates as YYYY-MM-DD, times as HH:MM on the 24-hour clock, and amounts as plain "
     "JSON numbers (no currency sign, no thousands separator, no 'k'). Copy names and other "
@@ -155,6 +160,15 @@ def _squash(text: str) -> str:
     return re.sub(r"\s+", "", text).casefold()
 
 
+def _phone_digits(text: str) -> str:
+    """The ten digits of one North American number ("+1 (415) 555-0134" -> "4155550134"),
+    or "" when the text holds any other count of digits (two numbers, a short one)."""
+    digits = re.sub(r"\D", "", text)
+    if len(digits) == 11 and digits.startswith("1"):
+        digits = digits[1:]
+    return digits if len(digits) == 10 else ""
+
+
 def scalar_ok(kind: Kind, predicted: Any, gold: Any) -> bool:
     """Whether one schema-valid predicted value matches the gold value of its kind."""
     if kind == "text":
@@ -162,7 +176,7 @@ def scalar_ok(kind: Kind, predicted: Any, gold: Any) -> bool:
     if kind in ("code", "email"):
         return _squash(predicted) == _squash(gold)
     if kind == "phone":
-        return re.sub(r"\D", "", predicted)[-10:] == re.sub(r"\D", "", gold)[-10:]
+        return _phone_digits(predicted) == _phone_digits(gold) != ""
     if kind == "number":  # to a tenth of a cent: a ten-cent slip on $1,234.50 is wrong
         try:
             return values_close(float(predicted), float(gold), rel_tol=1e-7, decimals=3)
@@ -200,12 +214,31 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
+def _words(text: str) -> int:
+    """How many words (runs holding a letter or digit) the text has."""
+    return sum(1 for w in text.split() if any(ch.isalnum() for ch in w))
+
+
 def quote_ok(quote: str, document: str, surfaces: list[str]) -> bool:
-    """The quote occurs verbatim in the document and holds one of the value's surfaces."""
+    """The quote occurs verbatim within one line of the document and holds one of the
+    value's surfaces with context: `CONTEXT_WORDS` other words, or the whole line when
+    that line holds fewer (but at least one). The bare value is no quote."""
     said = _collapse(quote)
-    if not said or len(quote) > MAX_QUOTE or said not in _collapse(document):
+    if not said or len(quote) > MAX_QUOTE:
         return False
-    return any(_collapse(s).casefold() in said.casefold() for s in surfaces)
+    lines = [_collapse(line) for line in document.splitlines()]
+    if not any(said in line for line in lines):
+        return False
+    folded = said.casefold()
+    for surface in surfaces:
+        value = _collapse(surface).casefold()
+        at = folded.find(value) if value else -1
+        if at < 0:
+            continue
+        context = _words(folded[:at] + " " + folded[at + len(value) :])
+        if context >= CONTEXT_WORDS or (context >= 1 and said in lines):
+            return True
+    return False
 
 
 def reference_quote(document: str, surface: str) -> str:
@@ -349,8 +382,9 @@ class CitedDomain(ExtractDomain):
         problem = super().make(rng, difficulty)
         note = (
             '\n\nGive every field as an object {"value": ..., "quote": ...}: the value in '
-            "the format above, and the quote a verbatim span of the document (at most "
-            f"{MAX_QUOTE} characters) that contains the value as the document writes it."
+            "the format above, and the quote a verbatim span of one line of the document (at "
+            f"most {MAX_QUOTE} characters) that contains the value as the document writes it "
+            "and at least two more words of that line (or the whole line), not the value alone."
         )
         return Problem(problem.prompt + note, problem.answer, problem.meta, problem.measure)
 

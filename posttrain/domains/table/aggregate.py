@@ -5,7 +5,9 @@ aggregate a column per group into a JSON object.
     task = DOMAINS[3].generate(seed=0, difficulty=7)   # {"Asia": 21.4, "Europe": 9.8, ...}
 
 - `table/count-where-v1` (exact) — how many rows meet one condition (d≤3), a number and
-  a category condition (d4–6), or two number conditions and a category (d≥7).
+  a category condition (d4–6), or two number conditions and a category (d≥7). The count
+  (at least 1, below the number of rows) is drawn evenly from the counts that 40 drawn
+  filters offer, so no constant answer is right for more than about a quarter of tasks.
 - `table/column-sum-v1` (numeric) — the total of an additive column over all rows (d≤3),
   the rows of one category (d4–7), or those also meeting a number condition (d≥8);
   exact to the column's decimals ("12,345" and "12345.0" pass).
@@ -17,7 +19,8 @@ aggregate a column per group into a JSON object.
   only with every group right and no extra key.
 
 Not guaranteed: group keys are matched after case folding; a JSON value must be a
-number (a numeric string such as "12" is wrong).
+number (a numeric string such as "12" is wrong); small tables offer few counts, so at
+d=1 (4 rows) one count is right for about a third of count-where tasks.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ from posttrain.verify.sets import normalize_item
 from posttrain.verify.structure import parse_json
 
 _EXACT_SUM = Fraction(1, 10**6)
+MIN_COUNT = 1  # the fewest matching rows a count-where question asks about
+_FILTER_DRAWS = 40
 
 
 def _conditions(task: Task) -> list[Condition]:
@@ -76,8 +81,11 @@ class CountWhere(TableQuestion):
     instructions = "Reply with the count only, as an integer, and nothing else."
 
     def ask(self, rng: random.Random, table: Table, difficulty: int, schema: Schema) -> Question:
+        # Filters land on few rows far more often than on many, so the count is drawn
+        # evenly from the counts the drawn filters offer: no constant answer is right often.
         numbers = [c.name for c in table.numbers()]
-        for _ in range(30):
+        offered: dict[int, list[list[Condition]]] = {}
+        for _ in range(_FILTER_DRAWS):
             first, second = rng.sample(numbers, 2)
             conditions = [threshold(rng, table, first, rng.choice("><"))]
             if difficulty >= 7:
@@ -85,8 +93,11 @@ class CountWhere(TableQuestion):
             if difficulty >= 4:
                 conditions.append(category_condition(rng, table))
             count = len(matching(table, conditions))
-            if 0 < count < len(table.rows):
-                break
+            if MIN_COUNT <= count < len(table.rows):
+                offered.setdefault(count, []).append(conditions)
+        if offered:  # else keep the last filter drawn, whatever its count
+            count = rng.choice(sorted(offered))
+            conditions = rng.choice(offered[count])
         return Question(
             f"How many rows are there where {both(conditions)}?",
             str(count),

@@ -124,3 +124,35 @@ def test_handbook_search_finds_the_home_section_and_the_stale_history() -> None:
 def test_handbook_stale_owner_fails_even_after_reading() -> None:
     task = HANDBOOK.generate(0, 4)
     assert not play(HANDBOOK, task, with_final(task, task.meta["stale"])).passed
+
+
+def test_cited_limit_huge_integer_answer_is_wrong_not_a_verifier_error() -> None:
+    task = CITED.generate(0, 5)
+    gold = json.loads(task.answer)
+    verdict = CITED.judge(task, f'{{"answer": {10**400}, "quote": {json.dumps(gold["quote"])}}}')
+    assert verdict.error is None and not verdict.passed
+    assert verdict.components["answer"] == 0.0 and "not a plain number" in verdict.reason
+
+
+def test_cited_limit_bare_amount_as_quote_fails_and_the_sentence_passes() -> None:
+    for difficulty in (1, 4, 7, 10):
+        for seed in range(10):
+            task = CITED.generate(seed, difficulty)
+            gold = json.loads(task.answer)
+            bare = {"answer": gold["answer"], "quote": task.meta["surface"]}
+            assert _judge(CITED, task, json.dumps(bare)) == (False, 0.5)
+            assert _judge(CITED, task, task.answer) == (True, 1.0)
+
+
+def test_cited_limit_quote_must_name_the_asked_category() -> None:
+    task = CITED.generate(0, 5)
+    surface = task.meta["surface"]
+    task.meta["document"] += f"\nA note mentions {surface} once."
+    answer = json.dumps({"answer": surface, "quote": f"A note mentions {surface} once."})
+    assert _judge(CITED, task, answer) == (False, 0.5)
+
+
+def test_unanswerable_as_a_constant_reply_passes_about_a_quarter_of_tasks() -> None:
+    tasks = [ANSWERABLE.generate(seed, d) for d in range(1, 11) for seed in range(40)]
+    share = sum(_judge(ANSWERABLE, t, "unanswerable")[0] for t in tasks) / len(tasks)
+    assert 0.15 <= share <= 0.33

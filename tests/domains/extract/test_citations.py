@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from posttrain.domains.extract.citations import AcquisitionCited, IncidentReportCited, LeaseCited
+from posttrain.domains.extract.citations import (
+    DOMAINS,
+    AcquisitionCited,
+    IncidentReportCited,
+    LeaseCited,
+)
 from posttrain.domains.extract.record import MAX_QUOTE, CitedDomain
 from posttrain.types import Task
 
@@ -23,14 +28,35 @@ def test_reference_quotes_are_verbatim_and_short() -> None:
                 assert len(slot["quote"]) <= MAX_QUOTE and slot["quote"] in task.meta["document"]
 
 
+def test_references_pass_at_every_difficulty() -> None:
+    for domain in DOMAINS:
+        for difficulty in range(1, 11):
+            for seed in range(3):
+                task = domain.generate(seed, difficulty)
+                assert _judge(domain, task, json.loads(task.answer)) == (1.0, True)
+
+
 def test_a_shorter_verbatim_quote_passes() -> None:
     task = LeaseCited().generate(0, 5)
     gold = json.loads(task.answer)
     tenant = gold["tenant"]["value"]
-    assert _judge(LeaseCited(), task, {**gold, "tenant": {"value": tenant, "quote": tenant}}) == (
-        1.0,
-        True,
-    )
+    signature = f"Tenant: {tenant}"  # the whole signature line
+    assert signature in task.meta["document"].splitlines()
+    record = {**gold, "tenant": {"value": tenant, "quote": signature}}
+    assert _judge(LeaseCited(), task, record) == (1.0, True)
+
+
+def test_the_bare_value_as_every_quote_fails() -> None:
+    for domain in DOMAINS:
+        for difficulty in (1, 4, 7, 10):
+            for seed in range(10):
+                task = domain.generate(seed, difficulty)
+                surfaces = task.meta["surfaces"]
+                bare = {
+                    name: {"value": slot["value"], "quote": surfaces[name][-1]}
+                    for name, slot in json.loads(task.answer).items()
+                }  # fmt: skip
+                assert _judge(domain, task, bare) == (0.0, False)
 
 
 def test_a_right_value_with_a_fabricated_quote_fails() -> None:

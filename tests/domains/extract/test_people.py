@@ -29,6 +29,17 @@ def test_the_switchboard_number_or_a_cc_address_fails() -> None:
     assert not _with(ContactSignature(), task, email=wrong["email"])[1]
 
 
+def test_every_number_of_the_signature_in_the_phone_field_fails() -> None:
+    domain = ContactSignature()
+    for difficulty in (4, 7, 10):
+        for seed in range(10):
+            task = domain.generate(seed, difficulty)
+            direct = json.loads(task.answer)["phone"]
+            numbers = [task.meta["distractors"]["phone"], direct]  # the direct line last
+            hedge = " / ".join(f"({n[:3]}) {n[3:6]}-{n[6:]}" for n in numbers)
+            assert not _with(domain, task, phone=hedge)[1]
+
+
 def test_the_quoted_senders_title_fails() -> None:
     task = ContactSignature().generate(2, 7)
     assert not _with(ContactSignature(), task, job_title=task.meta["distractors"]["job_title"])[1]

@@ -62,7 +62,14 @@ def test_codes_must_match_exactly_up_to_case_and_spaces() -> None:
 
 def test_phones_match_by_digits_in_any_format() -> None:
     assert scalar_ok("phone", "+1 (415) 555-0134", "4155550134")
+    assert scalar_ok("phone", "1-415-555-0134", "4155550134")
     assert not scalar_ok("phone", "415-555-0135", "4155550134")
+
+
+def test_a_phone_field_holding_more_than_one_number_fails() -> None:
+    assert not scalar_ok("phone", "(212) 555-0199 / (415) 555-0134", "4155550134")
+    assert not scalar_ok("phone", "99 415 555 0134", "4155550134")  # country code not 1
+    assert not scalar_ok("phone", "555-0134", "4155550134")
 
 
 def test_numbers_match_within_tolerance_and_integers_exactly() -> None:
@@ -107,6 +114,21 @@ def test_a_fabricated_quote_fails_even_with_the_value() -> None:
 
 def test_a_verbatim_quote_without_the_value_fails() -> None:
     assert not quote_ok("runs for 12 months", DOC, ["3rd of March 2024"])
+
+
+def test_the_bare_value_or_one_word_more_is_no_quote() -> None:
+    assert not quote_ok("3rd of March 2024", DOC, ["3rd of March 2024"])
+    assert not quote_ok("on 3rd of March 2024", DOC, ["3rd of March 2024"])
+
+
+def test_a_whole_short_line_holding_the_value_is_a_quote() -> None:
+    doc = "Signed:\nTenant: Ada Lee\nAda Lee"
+    assert quote_ok("Tenant: Ada Lee", doc, ["Ada Lee"])
+    assert not quote_ok("Ada Lee", doc, ["Ada Lee"])  # a whole line, but only the value
+
+
+def test_a_quote_spanning_two_lines_fails() -> None:
+    assert not quote_ok("Lease 2. Term. The lease begins on 3rd of March 2024", DOC, ["3rd of March 2024"])  # fmt: skip
 
 
 def test_reference_quotes_are_short_verbatim_spans_of_the_value() -> None:

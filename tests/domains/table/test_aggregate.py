@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from fractions import Fraction
 
 from posttrain.domains.table.aggregate import ColumnMean, ColumnSum, CountWhere, GroupAggregate
@@ -86,3 +87,13 @@ def test_group_aggregate_mean_is_rounded_to_one_place_from_difficulty_seven() ->
     assert "1 decimal place" in task.prompt[0].content
     nudged = {k: v + 0.04 for k, v in json.loads(task.answer).items()}
     assert domain.judge(task, json.dumps(nudged)).passed
+
+
+def test_count_where_no_single_count_answers_many_tasks() -> None:
+    domain = CountWhere()
+    pooled: Counter[str] = Counter()
+    for difficulty in range(1, 11):
+        answers = Counter(domain.generate(seed, difficulty).answer for seed in range(30))
+        assert answers.most_common(1)[0][1] <= 15, (difficulty, answers)
+        pooled += answers
+    assert pooled.most_common(1)[0][1] <= 0.3 * 300, pooled
