@@ -14,10 +14,14 @@ import torch
 
 from posttrain.types import FinishReason, Message
 
+# Temperatures below this sample greedily (as vLLM does): dividing logits by a tinier one
+# overflows float32 to inf, and the softmax to NaN.
+GREEDY_BELOW = 1e-5
+
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """How to sample. `temperature == 0` means greedy."""
+    """How to sample. A `temperature` below `GREEDY_BELOW` (0 included) means greedy."""
 
     max_tokens: int = 64
     temperature: float = 1.0
@@ -28,7 +32,7 @@ class SamplingParams:
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
             raise ValueError(f"SamplingParams.max_tokens must be >= 1, got {self.max_tokens}")
-        if self.temperature < 0:
+        if not self.temperature >= 0:  # NaN too
             raise ValueError(f"SamplingParams.temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"SamplingParams.top_p must be in (0, 1], got {self.top_p}")
@@ -37,7 +41,13 @@ class SamplingParams:
 
     @property
     def greedy(self) -> bool:
-        return self.temperature == 0
+        return self.temperature < GREEDY_BELOW
+
+    @property
+    def softmax_temperature(self) -> float:
+        """What logits are divided by for the sampling softmax and the reported logprobs:
+        `temperature`, or 1 when greedy."""
+        return 1.0 if self.greedy else self.temperature
 
 
 @dataclass

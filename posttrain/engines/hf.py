@@ -152,9 +152,7 @@ class HFEngine:
         logits, mask = logits[owner], mask[owner]  # [R, V], [R, L]
         next_pos = mask.sum(-1)  # [R]
         params = [requests[i].params for i in owner.tolist()]
-        temps = torch.tensor(
-            [p.temperature if p.temperature > 0 else 1.0 for p in params], device=device
-        )
+        temps = torch.tensor([p.softmax_temperature for p in params], device=device)
         greedy = torch.tensor([p.greedy for p in params], device=device)
         top_p = torch.tensor([p.top_p for p in params], device=device)
         budget = [p.max_tokens for p in params]

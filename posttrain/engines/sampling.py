@@ -29,7 +29,9 @@ def nucleus(probs: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
     if not bool(cut.any()):
         return probs
     sorted_p, order = probs.sort(dim=-1, descending=True)
-    drop = sorted_p.cumsum(-1) - sorted_p > top_p[:, None]  # mass strictly before each entry
+    # An entry goes once the mass before it already reaches top_p; the top entry, with
+    # none before it, stays (top_p > 0).
+    drop = sorted_p.cumsum(-1) - sorted_p >= top_p[:, None]
     drop &= cut[:, None]  # float32 sums can pass 1.0: never cut an uncut row's tail
     return torch.zeros_like(probs).scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
 

@@ -124,6 +124,18 @@ def test_sampled_logprobs_are_under_the_tempered_distribution(
     assert torch.allclose(torch.tensor(completion.logprobs), expected, atol=1e-4)
 
 
+def test_a_tiny_positive_temperature_decodes_greedily(scrambled_model: Any, tokenizer: Any) -> None:
+    # logits / 1e-40 overflow float32 to inf (NaN after the softmax): such a row is greedy.
+    engine = HFEngine(scrambled_model, tokenizer)
+    prompt = encode(tokenizer, "hello")
+    [[greedy]] = engine.generate([GenerationRequest(prompt, GREEDY)])
+    for temperature in (1e-40, 1e-6):
+        params = SamplingParams(max_tokens=10, temperature=temperature)
+        [[tiny]] = engine.generate([GenerationRequest(prompt, params)])
+        assert tiny.token_ids == greedy.token_ids
+        assert torch.allclose(torch.tensor(tiny.logprobs), torch.tensor(greedy.logprobs))
+
+
 def test_mixed_prompt_lengths_batch_like_one_at_a_time(
     scrambled_model: Any, tokenizer: Any
 ) -> None:

@@ -65,6 +65,11 @@ def test_nucleus_keeps_the_smallest_top_set_reaching_top_p() -> None:
     out = nucleus(probs, torch.tensor([0.6, 0.1, 1.0]))
     expected = torch.tensor([[0.0, 0.5, 0.3], [0.0, 0.5, 0.0], [0.2, 0.5, 0.3]])
     assert torch.equal(out, expected)
+    # Mass exactly top_p: the set stops there, ties beyond it are not kept.
+    head = torch.tensor([[0.5, 0.25, 0.25]])
+    assert torch.equal(nucleus(head, torch.tensor([0.5])), torch.tensor([[0.5, 0.0, 0.0]]))
+    quarters = nucleus(torch.full((1, 4), 0.25), torch.tensor([0.5]))
+    assert sorted(quarters[0].tolist()) == [0.0, 0.0, 0.25, 0.25]
 
 
 def test_nucleus_leaves_uncut_rows_whole_beside_cut_ones() -> None:
