@@ -11,6 +11,7 @@ code 2. The defaults are the built-in recipe that `posttrain run` runs.
 from __future__ import annotations
 
 import difflib
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -100,7 +101,9 @@ class GRPOConfig(_Strict):
     batch_size: int = Field(128, ge=1, description="rollouts per step (prompts × group_size)")
     group_size: int = Field(8, ge=2, description="samples per prompt")
     lr: float = Field(3e-5, gt=0, description="AdamW learning rate")
-    temperature: float = Field(1.0, gt=0, description="sampling temperature")
+    # Below 1e-5 the engines sample greedily (`SamplingParams.greedy`) and report logprobs
+    # at temperature 1, while the trainer's forward would divide by this: the two disagree.
+    temperature: float = Field(1.0, ge=1e-5, description="sampling temperature")
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling")
     clip_eps: float = Field(0.2, gt=0, description="PPO clip range (low side)")
     clip_eps_high: float = Field(0.28, gt=0, description="PPO clip range (high side, DAPO)")
@@ -200,7 +203,7 @@ class EvalConfig(_Strict):
 
 
 class ControlConfig(_Strict):
-    enabled: bool = Field(True, description="SFT further for DPO+GRPO's wall-clock")
+    enabled: bool = Field(True, description="SFT further for DPO+GRPO's training seconds")
 
 
 class AlertsConfig(_Strict):
@@ -368,8 +371,22 @@ class RunConfig(_Strict):
         stray = sorted(set(self.sft.domain_weights) - set(self.domains))
         if stray:
             raise ValueError(f"sft.domain_weights names domains not in the mix: {stray}")
-        if any(w < 0 for w in self.sft.domain_weights.values()):
-            raise ValueError("sft.domain_weights must be >= 0")
+        for name, weight in self.sft.domain_weights.items():
+            if not 0 <= weight < math.inf:
+                raise ValueError(
+                    f"sft.domain_weights: the weight of {name!r} must be a finite number "
+                    f">= 0, got {weight}"
+                )
+        if not any(self.sft.domain_weights.get(d, 1.0) > 0 for d in self.domains):
+            raise ValueError(
+                f"sft.domain_weights gives every domain of the mix weight 0 "
+                f"({self.sft.domain_weights}); give at least one a weight > 0"
+            )
+        for key, weight in self.mixture.items():
+            if not 0 <= weight < math.inf:
+                raise ValueError(
+                    f"mixture: the weight of {key!r} must be a finite number >= 0, got {weight}"
+                )
         return self
 
 
@@ -458,7 +475,7 @@ def _explain(exc: ValidationError) -> str:
             parent = _section(err["loc"][:-1])
             known = list(parent.model_fields) if parent is not None else []
             lines.append(f"unknown key {loc!r}{_nearest(str(err['loc'][-1]), known)}")
-        elif loc:
+        elif loc and not (err["type"] == "value_error" and _section(err["loc"])):
             lines.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
         else:
             lines.append(str(err["msg"]).removeprefix("Value error, "))

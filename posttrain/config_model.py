@@ -4,7 +4,7 @@ threads and LoRA. `RunConfig` in `posttrain/config.py` holds it; import it from 
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from posttrain.config_base import _Strict
 
@@ -40,3 +40,29 @@ class ModelConfig(_Strict):
     lora: LoraSettings = Field(
         default_factory=lambda: LoraSettings(), description="train LoRA adapters only"
     )
+
+    @model_validator(mode="after")
+    def _heads(self) -> ModelConfig:
+        """The tiny model splits its width evenly over its heads, and rotary position
+        embeddings rotate pairs of a head's dimensions: the head size must be even."""
+        if self.name != "tiny":
+            return self
+        width, heads = self.hidden_size, self.num_heads
+        if width % heads == 0 and (width // heads) % 2 == 0:
+            return self
+        fits = [h for h in range(1, width // 2 + 1) if width % h == 0 and (width // h) % 2 == 0]
+        why = (
+            f"does not divide model.hidden_size={width}"
+            if width % heads
+            else f"gives a head size of {width // heads} (hidden_size / num_heads), which "
+            "rotary position embeddings need to be even"
+        )
+        if not fits:
+            raise ValueError(
+                f"model.hidden_size={width} is odd: no model.num_heads gives an even head "
+                "size, which rotary position embeddings need; use an even hidden_size"
+            )
+        raise ValueError(
+            f"model.num_heads={heads} {why}; with hidden_size={width} use num_heads in "
+            f"{fits}, or change model.hidden_size"
+        )

@@ -166,3 +166,67 @@ def test_an_unknown_over_long_strategy_lists_the_choices() -> None:
 def test_heldout_difficulties_outside_1_to_10_are_named() -> None:
     with pytest.raises(ConfigError, match=r"eval\.difficulties must be 1\.\.10.*\[11\]"):
         load_config(None, ["eval.difficulties=[3, 11]"])
+
+
+@pytest.mark.parametrize(
+    ("weights", "needle"),
+    [
+        ("{arith/addition-v1: .nan}", r"weight of 'arith/addition-v1' must be a finite .* got nan"),
+        ("{arith/addition-v1: .inf}", r"weight of 'arith/addition-v1' must be a finite .* got inf"),
+        ("{arith/addition-v1: -1}", r"weight of 'arith/addition-v1' must be a finite .* got -1"),
+    ],
+)
+def test_an_sft_domain_weight_that_is_not_finite_and_non_negative_is_named(
+    weights: str, needle: str
+) -> None:
+    with pytest.raises(ConfigError, match=rf"sft\.domain_weights: the {needle}"):
+        load_config(None, [f"sft.domain_weights={weights}"])
+
+
+def test_sft_domain_weights_that_leave_every_domain_at_zero_are_refused() -> None:
+    zeros = "{arith/addition-v1: 0, text/reverse-v1: 0, list/sort-v1: 0, tools/calculator-v1: 0}"
+    with pytest.raises(ConfigError, match=r"sft\.domain_weights gives every domain .* weight 0"):
+        load_config(None, [f"sft.domain_weights={zeros}"])
+    config = load_config(None, ["sft.domain_weights={arith/addition-v1: 0}"])  # the others weigh 1
+    assert config.sft.domain_weights == {"arith/addition-v1": 0.0}
+
+
+@pytest.mark.parametrize("weight", [".inf", ".nan", "-1"])
+def test_a_mixture_weight_that_is_not_finite_and_non_negative_is_named(weight: str) -> None:
+    with pytest.raises(ConfigError, match=r"mixture: the weight of 'arith' must be a finite"):
+        load_config(None, [f"mixture={{arith: {weight}}}"])
+
+
+def test_a_head_count_that_does_not_divide_the_width_names_both_and_the_choices() -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"model\.num_heads=3 does not divide model\.hidden_size=128.*\[1, 2, 4, 8, 16",
+    ):
+        load_config(None, ["model.num_heads=3"])
+
+
+def test_an_odd_head_size_is_refused_for_rotary_embeddings() -> None:
+    with pytest.raises(ConfigError, match=r"model\.num_heads=16 gives a head size of 3"):
+        load_config(None, ["model.hidden_size=48", "model.num_heads=16"])
+    with pytest.raises(ConfigError, match=r"model\.hidden_size=17 is odd"):
+        load_config(None, ["model.hidden_size=17", "model.num_heads=1"])
+    assert load_config(None, ["model.hidden_size=48", "model.num_heads=8"]).model.num_heads == 8
+
+
+def test_the_head_check_leaves_other_models_alone() -> None:
+    config = load_config(None, ["model.name=smollm2-135m", "model.num_heads=3"])
+    assert config.model.name == "smollm2-135m"
+
+
+def test_a_section_check_reads_as_its_own_message() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(None, ["eval.difficulties=[0]"])
+    assert str(info.value) == "eval.difficulties must be 1..10 and not empty, got [0]"
+
+
+def test_a_grpo_temperature_the_engines_would_sample_greedily_is_refused() -> None:
+    with pytest.raises(
+        ConfigError, match=r"grpo\.temperature: .*greater than or equal to 0\.00001"
+    ):
+        load_config(None, ["grpo.temperature=1e-6"])
+    assert load_config(None, ["grpo.temperature=1e-5"]).grpo.temperature == 1e-5

@@ -10,6 +10,7 @@ held-out means held out by content, not only by seed.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -76,7 +77,8 @@ def heldout_tasks(
 
 
 class MixtureError(ValueError):
-    """A mixture weight names no domain of the mix, or is negative; the message says which."""
+    """A mixture weight names no domain of the mix, or is negative or not finite; the
+    message says which."""
 
 
 def mixture_weights(domains: Sequence[Domain], spec: Mapping[str, float]) -> list[float]:
@@ -92,8 +94,10 @@ def mixture_weights(domains: Sequence[Domain], spec: Mapping[str, float]) -> lis
     from posttrain.domains.matrix import AXIS_VALUES, family_of
 
     for key, weight in spec.items():
-        if not weight >= 0:
-            raise MixtureError(f"mixture weight of {key!r} must be >= 0, got {weight}")
+        if not 0 <= weight < math.inf:  # NaN fails both
+            raise MixtureError(
+                f"mixture weight of {key!r} must be a finite number >= 0, got {weight}"
+            )
         if "=" in key:
             axis, _, value = key.partition("=")
             if axis not in AXIS_VALUES or value not in AXIS_VALUES[axis]:
@@ -137,7 +141,8 @@ class TaskSampler:
     Each draw picks a (domain, difficulty) cell by domain weight; with `adaptive`,
     also by how much signal the cell currently gives (see `cell_weight`), which
     GRPO keeps up to date through `observe`. `window` (lowest, highest), when set,
-    limits draws to those difficulties: GRPO's length curriculum slides it up."""
+    limits draws to those difficulties (or to the nearest allowed one below it, see
+    `levels`): GRPO's length curriculum slides it up."""
 
     def __init__(
         self,
@@ -206,10 +211,22 @@ class TaskSampler:
         mean = sum(rewards) / len(rewards)
         self.pass_rates[key] = 0.7 * self.pass_rates.get(key, 0.5) + 0.3 * mean
 
+    def levels(self) -> list[int]:
+        """The difficulties draws come from: those of `difficulties` inside `window`; when
+        the window holds none, the highest one below its top (the lowest one if none is),
+        so that a rising window never draws above its ceiling."""
+        if self.window is None:
+            return list(self.difficulties)
+        low, high = self.window
+        inside = [k for k in self.difficulties if low <= k <= high]
+        if inside:
+            return inside
+        below = [k for k in self.difficulties if k <= high]
+        return [max(below)] if below else [min(self.difficulties)]
+
     def sample(self, count: int) -> list[Task]:
         tasks: list[Task] = []
-        low, high = self.window or (1, 10)
-        levels = [k for k in self.difficulties if low <= k <= high] or self.difficulties
+        levels = self.levels()
         cells = [(d, k) for d in range(len(self.domains)) for k in levels]
         skipped = 0
         while len(tasks) < count:

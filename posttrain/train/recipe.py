@@ -1,9 +1,11 @@
 """The recipe's entry point: start-up checks, the ranks under torchrun, the run directory.
 
 `run_recipe(config)` checks what only the machine and the launcher can refuse
-(`check_machine`, `check_launch`), joins torchrun's process group when there is one,
-creates (or, with `resume`, reopens) the run directory and runs the stages
-(`train/pipeline.py`), then writes `summary.md` and the HTML report.
+(`check_machine`, `check_launch`) and what the config alone cannot see (a package
+that `logging.wandb` or `rollout.backend=ray` needs, a held-out set the domains
+cannot fill), all before anything is written; joins torchrun's process group when
+there is one, creates (or, with `resume`, reopens) the run directory and runs the
+stages (`train/pipeline.py`), then writes `summary.md` and the HTML report.
 
 Under `torchrun` with `train.strategy=ddp|fsdp` every rank runs the pipeline: the
 stages train `PolicyReplica.trained` together, episodes (pair mining, GRPO groups,
@@ -33,7 +35,7 @@ from posttrain.train.data_files import DataFileError
 from posttrain.train.distributed import close_distributed, init_distributed, resolve_device
 from posttrain.train.mixture import MixtureError, mixture_weights
 from posttrain.train.pipeline import Pipeline, QuietReporter, RecipeResult, Reporter
-from posttrain.train.recipe_inputs import resolve_domains
+from posttrain.train.recipe_inputs import check_heldout, resolve_domains
 from posttrain.train.resume import STAGES, forget_unfinished, open_for_resume
 from posttrain.train.summary import summary_markdown
 
@@ -71,13 +73,27 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
                              ("dpo.data_file", config.dpo.data_file)):  # fmt: skip
         if path is not None and not Path(path).is_file():
             raise ConfigError(f"{field_name}: {path!r} does not exist or is not a file")
-    if config.logging.wandb and importlib.util.find_spec("wandb") is None:
+    if config.logging.wandb and not _installed("wandb"):
         raise ConfigError("logging.wandb=true needs the wandb package: pip install wandb")
+    if config.rollout.backend == "ray" and config.grpo.enabled and not _installed("ray"):
+        raise ConfigError(
+            "rollout.backend=ray needs the ray package: pip install posttrain[ray] "
+            "(or use rollout.backend=local)"
+        )
+    check_heldout(config, domains)
     init_distributed(resolve_device(config.train.device), config.train.timeout_s)
     try:
         return _run_ranked(config, resumed, domains, mixture, report)
     finally:
         close_distributed()
+
+
+def _installed(package: str) -> bool:
+    """Whether `package` can be imported here (without importing it)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):  # a blocked import, or a module without a spec
+        return False
 
 
 def check_launch(config: RunConfig) -> None:

@@ -1,7 +1,8 @@
-"""What a recipe trains on: its domain mix (with the users' dataset domains registered)
-and the train / validation split of the users' data files.
+"""What a recipe trains on: its domain mix (with the users' dataset domains registered),
+its held-out set, and the train / validation split of the users' data files.
 
     domains = resolve_domains(config)      # ConfigError naming an unknown domain id
+    check_heldout(config, domains)         # ConfigError when the held-out set cannot be built
     train, val = split_off(items, 16, seed=0)
 
 Not guaranteed: dataset domains are registered process-wide; a second recipe in the
@@ -17,6 +18,7 @@ from posttrain.config import ConfigError, RunConfig
 from posttrain.domains import get_domain, register
 from posttrain.domains.base import Domain
 from posttrain.domains.dataset import DatasetDomain, DatasetError
+from posttrain.train.mixture import heldout_tasks
 
 T = TypeVar("T")
 
@@ -31,6 +33,20 @@ def resolve_domains(config: RunConfig) -> list[Domain]:
         except KeyError as exc:
             raise ConfigError(f"domains: {exc.args[0]}") from None
     return domains
+
+
+def check_heldout(config: RunConfig, domains: list[Domain]) -> None:
+    """ConfigError, before anything is written, when `eval`'s held-out set cannot be
+    built: a domain with fewer distinct prompts at `eval.difficulties` than
+    `eval.tasks_per_domain`. (Building it takes milliseconds; the run builds it again.)"""
+    e = config.eval
+    try:
+        heldout_tasks(domains, e.tasks_per_domain, e.seed_offset, e.difficulties)
+    except ValueError as exc:
+        raise ConfigError(
+            f"eval.tasks_per_domain={e.tasks_per_domain} with eval.difficulties="
+            f"{e.difficulties}: {exc}"
+        ) from None
 
 
 def register_datasets(config: RunConfig) -> None:

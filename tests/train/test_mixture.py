@@ -120,6 +120,15 @@ def test_a_window_limits_draws_to_its_difficulties() -> None:
     assert {t.difficulty for t in sampler.sample(60)} == {6, 7, 8}
 
 
+def test_a_window_holding_no_allowed_difficulty_never_draws_above_its_top() -> None:
+    sampler = TaskSampler(DOMAINS[:1], "grpo", difficulties=[1, 2, 9, 10], seed=0)
+    sampler.window = (5, 7)  # the highest allowed level at or below 7
+    assert {t.difficulty for t in sampler.sample(30)} == {2}
+    high = TaskSampler(DOMAINS[:1], "grpo", difficulties=[8, 9, 10], seed=0)
+    high.window = (1, 3)  # none at or below 3: the lowest allowed level
+    assert {t.difficulty for t in high.sample(30)} == {8}
+
+
 def test_mixture_weights_prefer_the_most_specific_key() -> None:
     from posttrain.train.mixture import mixture_weights
 
@@ -135,7 +144,9 @@ def test_mixture_weights_prefer_the_most_specific_key() -> None:
         ({"arith/nope-v1": 1.0}, "matches no domain of the mix"),
         ({"nofamily": 1.0}, "matches no domain of the mix"),
         ({"modality=smell": 1.0}, "unknown axis or value"),
-        ({"arith": -1.0}, "must be >= 0"),
+        ({"arith": -1.0}, "must be a finite number >= 0, got -1.0"),
+        ({"arith": float("inf")}, "must be a finite number >= 0, got inf"),
+        ({"arith": float("nan")}, "must be a finite number >= 0, got nan"),
         ({"arith": 0.0, "text": 0.0, "tools": 0.0}, "every domain of the mix has weight 0"),
     ],
 )

@@ -1,0 +1,72 @@
+"""run_recipe's start-up checks: what the config alone cannot see (an uninstalled
+package, a held-out set the domains cannot fill) exits 2 through `posttrain run`,
+naming the field, before the run directory exists or the pipeline is built."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from posttrain.cli import app
+
+Invoke = Callable[..., Result]
+
+
+class PipelineReached(Exception):
+    pass
+
+
+@pytest.fixture
+def run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Invoke:
+    """`posttrain run ... out_dir=tmp/runs` in-process, the pipeline replaced by a tripwire."""
+    from posttrain.train import pipeline
+
+    def tripwire(*args: object, **kwargs: object) -> None:
+        raise PipelineReached
+
+    monkeypatch.setattr(pipeline.Pipeline, "__init__", tripwire)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+    def invoke(*args: str) -> Result:
+        return CliRunner().invoke(app, ["run", f"out_dir={tmp_path / 'runs'}", *args])
+
+    return invoke
+
+
+def test_the_ray_backend_without_ray_installed_exits_2_before_the_run_directory(
+    run: Invoke, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if posttrain[ray] was not installed
+    result = run("rollout.backend=ray")
+    assert result.exit_code == 2, result.output
+    assert "rollout.backend=ray" in result.output and "pip install" in result.output
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_ray_backend_is_not_needed_when_grpo_is_off(
+    run: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    result = run("rollout.backend=ray", "grpo.enabled=false")
+    assert isinstance(result.exception, PipelineReached), result.output
+
+
+def test_a_heldout_set_the_domains_cannot_fill_exits_2_before_the_run_directory(
+    run: Invoke, tmp_path: Path
+) -> None:
+    result = run("eval.difficulties=[1]", "eval.tasks_per_domain=200")
+    assert result.exit_code == 2, result.output
+    output = " ".join(result.output.split())  # rich wraps long lines
+    assert "eval.tasks_per_domain=200 with eval.difficulties=[1]" in output
+    assert "arith/addition-v1" in output
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_heldout_set_that_fits_reaches_the_pipeline(run: Invoke) -> None:
+    result = run("eval.difficulties=[1]", "eval.tasks_per_domain=2")
+    assert isinstance(result.exception, PipelineReached), result.output
