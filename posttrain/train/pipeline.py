@@ -9,7 +9,9 @@ Stages and what each trains on:
 - DPO: pairs mined from the SFT policy's own samples on tasks of every difficulty.
 - GRPO: verifier rewards on fresh tasks of every difficulty.
 - Control: the SFT checkpoint trained further on the same demonstrations for the
-  wall-clock that DPO + GRPO took, so "more SFT" and "DPO + GRPO" get equal time.
+  training seconds that DPO + GRPO took (their stages' `seconds`: pair mining and
+  rollouts in, evaluations and checkpoint saves out), so "more SFT" and "DPO + GRPO"
+  get equal time (`train/control.py`).
 Evaluation uses the same held-out tasks (difficulties 1..10) for every checkpoint,
 greedy, and pairs checkpoints with an exact McNemar test.
 """
@@ -49,7 +51,7 @@ from posttrain.train.checkpoint import (
     load_run_policy,
     save_checkpoint,
 )
-from posttrain.train.control import ControlArm, ControlOutcome
+from posttrain.train.control import ControlArm, ControlOutcome, TreatmentClock, control_cap_s
 from posttrain.train.data_files import preference_pairs, sft_examples
 from posttrain.train.distributed import (
     DistributedError,
@@ -85,6 +87,9 @@ COMPARISONS = [
     ("untrained", "grpo"),  # the start checkpoint, when the run begins from one
     ("control", "grpo"),
 ]
+
+# The stages with a mid-stage resume state, and its directory under checkpoints/.
+MID_STAGE_STATES = {"sft": SFT_STATE, "grpo": GRPO_STATE}
 
 
 class Reporter(Protocol):
@@ -155,6 +160,8 @@ class Pipeline:
         self.exclude = {prompt_key(t) for t in self.heldout}
         self.monitor = TrainingMonitor(config, run, self.heldout, metrics, report.warn)
         self.resuming = False  # finished stages and evaluations are loaded, not redone
+        # DPO's and GRPO's training seconds so far, which the control arm trains up to.
+        self.clock = TreatmentClock()
 
     def run(self) -> None:
         cfg = self.cfg
@@ -179,6 +186,8 @@ class Pipeline:
                     final_lr,
                     cfg.seed,
                     cfg.model.threads,
+                    self.clock,
+                    control_cap_s(cfg),
                 )
         try:
             for stage, train in (("dpo", self.stage_dpo), ("grpo", self.stage_grpo)):
@@ -186,10 +195,14 @@ class Pipeline:
                     continue
                 if self.done(stage):
                     self.restore(stage)
+                    self.clock.hold(self.treatment_seconds())
                 else:
                     train()
-        finally:
-            outcome = control.stop() if control is not None else None
+        except BaseException:
+            if control is not None:  # no checkpoint: a resume starts a fresh control arm
+                control.cancel()
+            raise
+        outcome = control.stop(self.treatment_seconds()) if control is not None else None
         # Rank 0 ran the arm; every rank evaluates its checkpoint (after this collective,
         # which rank 0 reaches once the checkpoint is saved).
         if any_rank(outcome is not None):
@@ -251,8 +264,6 @@ class Pipeline:
             on_step=save,
         )
         self.replica.sync()
-        if is_main():
-            shutil.rmtree(state_dir, ignore_errors=True)  # the stage's checkpoint follows
         self.finish(
             "sft",
             res.steps,
@@ -263,12 +274,15 @@ class Pipeline:
                 "stopped_on_plateau": float(res.stop_reason == "plateau"),
                 "final_lr": res.final_lr,
             },
+            state_dir,
         )
         return res.final_lr
 
     def stage_dpo(self) -> float:
         c = self.cfg.dpo
+        before = self.treatment_seconds()
         start = time.perf_counter()
+        self.clock.run(before)
         self.report.stage("dpo: mining pairs", 1)
         seed = self.cfg.seed
 
@@ -300,6 +314,7 @@ class Pipeline:
         )  # fmt: skip
         self.replica.sync()
         seconds = time.perf_counter() - start
+        self.clock.hold(before + seconds)
         self.finish(
             "dpo",
             res.steps,
@@ -316,8 +331,10 @@ class Pipeline:
 
     def stage_grpo(self) -> float:
         c = self.cfg.grpo
-        start = time.perf_counter()
         self.report.stage("grpo", c.steps)
+        resume = load_grpo_state(self.state_path) if self.resuming else None
+        before = self.treatment_seconds()
+        self.clock.run(before + (resume.elapsed_s if resume is not None else 0.0))
         sampler = TaskSampler(
             self.domains,
             "grpo",
@@ -341,25 +358,26 @@ class Pipeline:
             log=self.logger("grpo"),
             record=self.record_grpo,
             after_step=self.monitor_grpo,
-            resume=load_grpo_state(self.state_path) if self.resuming else None,
+            resume=resume,
             save_state=self.save_grpo,
             rollout=self.cfg.rollout,
             replica=self.replica,
         )
-        if is_main():
-            shutil.rmtree(self.state_path, ignore_errors=True)  # the stage's checkpoint follows
-        seconds = time.perf_counter() - start
+        # The stage's own clock: an earlier life's seconds in, monitor evaluations and
+        # state saves out.
+        self.clock.hold(before + res.seconds)
         self.finish(
             "grpo",
             res.steps,
             {
-                "seconds": seconds,
+                "seconds": res.seconds,
                 "steps": res.steps,
                 "reward_first": res.mean_reward_first,
                 "reward_last": res.mean_reward_last,
             },
+            self.state_path,
         )
-        return seconds
+        return res.seconds
 
     def stage_control(self, outcome: ControlOutcome | None) -> None:
         """Log the control arm's run (on rank 0, which ran it) and evaluate its
@@ -369,8 +387,14 @@ class Pipeline:
             for step, values in outcome.log:
                 self.metrics.log("control", step, values)
             self.result.stages["control"] = {
-                "seconds": outcome.seconds, "steps": outcome.steps, "val_loss": outcome.val_loss
+                "seconds": outcome.seconds, "budget_s": outcome.budget_s,
+                "steps": outcome.steps, "val_loss": outcome.val_loss,
             }  # fmt: skip
+            if outcome.capped:
+                self.report.warn(
+                    f"control arm stopped at its cap after {outcome.seconds:.0f} s of the "
+                    f"{outcome.budget_s:.0f} s DPO + GRPO trained; the arms had unequal time"
+                )
         policy, _ = load_checkpoint(self.run_dir.checkpoint_path("control"), restore_rng=False)
         self.replica.load(policy.model.state_dict())
         self.evaluate("control")
@@ -385,8 +409,13 @@ class Pipeline:
         return self.run_dir.checkpoint_path(GRPO_STATE)
 
     def save_grpo(self, state: GRPOState) -> None:
-        state.extra["trace_high_water_mark"] = self.traces.high_water_mark()
-        save_grpo_state(self.state_path, state)
+        with self.clock.paused():
+            state.extra["trace_high_water_mark"] = self.traces.high_water_mark()
+            save_grpo_state(self.state_path, state)
+
+    def treatment_seconds(self) -> float:
+        """DPO's and GRPO's `seconds` of the stages finished (or loaded) so far."""
+        return sum(self.result.stages.get(s, {}).get("seconds", 0.0) for s in ("dpo", "grpo"))
 
     def done(self, stage: str) -> bool:
         """Whether `stage` finished in an earlier life of this run (resume only)."""
@@ -396,6 +425,8 @@ class Pipeline:
         """Take a finished stage's weights and evaluation instead of redoing them."""
         policy, state = load_checkpoint(self.run_dir.checkpoint_path(stage), restore_rng=False)
         self.replica.load(policy.model.state_dict())
+        if is_main() and stage in MID_STAGE_STATES:  # left by a kill right after the save
+            shutil.rmtree(self.run_dir.checkpoint_path(MID_STAGE_STATES[stage]), ignore_errors=True)
         stats = {k: float(v) for k, v in state.get("stats", {}).items()}
         self.result.stages[stage] = stats
         self.evaluate(stage)
@@ -403,8 +434,9 @@ class Pipeline:
 
     def monitor_grpo(self, step: int) -> None:
         if self.monitor.due(step):
-            self.monitor.evaluate(step, self.engine, self.tok, self.cfg.max_new_tokens,
-                                  self.max_context, self.over_long)  # fmt: skip
+            with self.clock.paused():  # no training time: the control arm waits too
+                self.monitor.evaluate(step, self.engine, self.tok, self.cfg.max_new_tokens,
+                                      self.max_context, self.over_long)  # fmt: skip
 
     def logger(self, stage: str) -> Callable[[int, dict[str, float]], None]:
         def log(step: int, values: dict[str, float]) -> None:
@@ -414,7 +446,12 @@ class Pipeline:
 
         return log
 
-    def finish(self, stage: str, step: int, stats: dict[str, float]) -> None:
+    def finish(
+        self, stage: str, step: int, stats: dict[str, float], state_dir: Path | None = None
+    ) -> None:
+        """Save the stage's checkpoint, then remove its mid-stage `state_dir` (only
+        once the checkpoint is published: a kill in between leaves one or the other),
+        then evaluate it."""
         self.result.stages[stage] = stats
         if is_main():
             save_checkpoint(
@@ -428,6 +465,8 @@ class Pipeline:
                     "base_model": base_model_record(self.cfg.model, self.cfg.seed),
                 },
             )
+            if state_dir is not None:
+                shutil.rmtree(state_dir, ignore_errors=True)
         self.evaluate(stage)
 
     def evaluate(self, label: str) -> EvalResult:

@@ -26,7 +26,9 @@ mid-save leaves the previous state as it was. An SFT state is a sharded checkpoi
 (`train/distributed.py`'s `save_sharded`: model and AdamW state through
 torch.distributed.checkpoint, loadable on any number of ranks) whose JSON holds the
 `SFTLoop` (step, the data order's RNG and remaining order, loss EMA, plateau
-counters) and the stage's elapsed seconds.
+counters), every rank's torch and Python RNGs (LoRA dropout draws from them) and the
+stage's elapsed seconds. The recipe removes a stage's state only once the stage's
+final checkpoint is published.
 
 Not guaranteed: exactness needs the same code, config, thread count and machine
 class (float reductions differ across CPUs). Metrics logged after the last save are
@@ -34,14 +36,14 @@ dropped on resume and logged again by the replayed steps; their rollouts stay in
 trace store (marked with their policy version) beside the replayed ones. The alert
 monitor's history windows start empty after a resume. A resumed SFT stage does not
 have the plateau rule's best weights from before the save (it restores only a best
-found after it). The control arm is not
+found after it). Only CPU generators are kept, not CUDA's. The control arm is not
 resumable: when it had not finished, a fresh one starts from the SFT checkpoint and
-trains for the resumed part's wall-clock only, so the two arms no longer had equal
-time (`summary.md` keeps its step count).
+trains for the whole DPO + GRPO `seconds` again (both lives of a resumed GRPO).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from dataclasses import dataclass, field
@@ -193,18 +195,43 @@ def save_sft_state(
     loop: SFTLoop,
     elapsed_s: float,
 ) -> Path:
-    """An SFT stage's state after `loop.step` (every rank calls it: each writes its shard)."""
-    return save_sharded(path, model, optimizer, {**loop.to_dict(), "elapsed_s": elapsed_s})
+    """An SFT stage's state after `loop.step` (every rank calls it: each writes its shard,
+    and its torch and Python RNGs, which LoRA dropout draws from, go in through
+    `capture_rank_rng`, a collective)."""
+    rng = _rng_to_json(capture_rank_rng(None))
+    return save_sharded(path, model, optimizer, {**loop.to_dict(), "elapsed_s": elapsed_s,
+                                                 "rng": rng})  # fmt: skip
 
 
 def load_sft_state(
     path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer
 ) -> tuple[SFTLoop, float]:
-    """Load `save_sft_state`'s weights and optimizer into `model` and `optimizer`;
-    returns the loop to resume and the seconds the stage had run."""
+    """Load `save_sft_state`'s weights and optimizer into `model` and `optimizer`, and
+    its RNGs into this rank's global generators; returns the loop to resume and the
+    seconds the stage had run."""
     state = load_sharded(path, model, optimizer)
     elapsed = float(state.pop("elapsed_s"))
-    return SFTLoop.from_dict(state), elapsed
+    rng = state.pop("rng", None)  # None: a state saved before RNGs were kept
+    loop = SFTLoop.from_dict(state)
+    if rng is not None:
+        restore_rank_rng(_rng_from_json(rng), None, loop.step)
+    return loop, elapsed
+
+
+def _rng_to_json(rng: dict[str, Any]) -> dict[str, Any]:
+    """`capture_rank_rng(None)` as JSON: torch's state as base64, Python's as lists."""
+    return {"ranks": [{"torch": base64.b64encode(r["torch"].numpy().tobytes()).decode(),
+                       "python": r["python"]} for r in rng["ranks"]]}  # fmt: skip
+
+
+def _rng_from_json(data: dict[str, Any]) -> dict[str, Any]:
+    ranks = []
+    for r in data["ranks"]:
+        raw = bytearray(base64.b64decode(r["torch"]))
+        version, internal, gauss = r["python"]  # JSON turned getstate()'s tuples into lists
+        ranks.append({"torch": torch.frombuffer(raw, dtype=torch.uint8).clone(),
+                      "python": (version, tuple(internal), gauss), "engine": None})  # fmt: skip
+    return {"ranks": ranks}
 
 
 def train_state(

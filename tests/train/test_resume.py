@@ -12,15 +12,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
-from posttrain.config import SFTConfig
+from posttrain.config import SFTConfig, load_config
 from posttrain.models.tiny import TinyModelSpec, build_tiny_model, build_tokenizer
-from posttrain.store import COMPLETE_MARKER, is_complete
+from posttrain.store import COMPLETE_MARKER, atomic, is_complete
 from posttrain.store.metrics import read_metrics
-from posttrain.train.resume import load_sft_state, save_sft_state
+from posttrain.train import pipeline
+from posttrain.train.recipe import QuietReporter, RecipeResult, run_recipe
+from posttrain.train.resume import GRPOState, load_grpo_state, load_sft_state, save_sft_state
 from posttrain.train.sft import SFTLoop, sft_optimizer
 
 POSTTRAIN = str(Path(sys.executable).with_name("posttrain"))
@@ -165,14 +168,15 @@ def test_a_failed_sft_state_save_leaves_the_previous_state_loadable(
     with torch.no_grad():
         for param in model.parameters():
             param.add_(1.0)
-    real_replace = os.replace
+    real_move = atomic._move_into_place
 
-    def die_before_moving_in(src: str | Path, dst: str | Path) -> None:
-        if Path(src).name == ".sft-state.tmp":  # the rename that would publish step 20
+    def die_before_moving_in(src: Path, dst: Path) -> None:
+        if src.name == ".sft-state.tmp":  # the move that would publish step 20
             raise OSError("killed")
-        real_replace(src, dst)
+        real_move(src, dst)
 
-    monkeypatch.setattr(os, "replace", die_before_moving_in)
+    # The move itself (a rename, or an exchange of the two directories) is the store's.
+    monkeypatch.setattr(atomic, "_move_into_place", die_before_moving_in)
     with pytest.raises(OSError, match="killed"):
         save_sft_state(path, model, optimizer, SFTLoop(step=20), 2.0)
     monkeypatch.undo()
@@ -183,3 +187,121 @@ def test_a_failed_sft_state_save_leaves_the_previous_state_loadable(
     assert (loop.step, elapsed_s) == (10, 1.0)
     for name, tensor in fresh.state_dict().items():
         assert torch.equal(tensor, saved[name]), name
+
+
+def test_a_resumed_lora_dropout_sft_run_matches_the_uninterrupted_run(tmp_path: Path) -> None:
+    # LoRA dropout draws its masks from torch's global RNG, which the state must carry.
+    from posttrain.config import LoraSettings, ModelConfig
+    from posttrain.domains import get_domain
+    from posttrain.rollout.episode import replay_references
+    from posttrain.train.checkpoint import load_run_policy
+    from posttrain.train.mixture import TaskSampler
+    from posttrain.train.sft import train_sft
+
+    cfg = SFTConfig(max_steps=8, eval_every=2, patience=100, batch_size=4, micro_batches=1,
+                    warmup_steps=2)  # fmt: skip
+    model_cfg = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64,
+                            lora=LoraSettings(r=4, dropout=0.5))  # fmt: skip
+
+    def fresh() -> Any:
+        torch.manual_seed(0)  # as a new process starts
+        return load_run_policy(model_cfg, 0)
+
+    policy = fresh()
+    tasks = TaskSampler([get_domain("arith/addition-v1")], "sft", range(1, 3), seed=0).sample(16)
+    examples = replay_references(tasks, policy.tokenizer, get_domain)
+    pad_id = policy.tokenizer.pad_token_id
+    state = tmp_path / "sft-state"
+
+    def save_at_4(loop: SFTLoop, optimizer: torch.optim.Optimizer) -> None:
+        if loop.step == 4:
+            save_sft_state(state, policy.model, optimizer, loop, 0.0)
+
+    straight: list[tuple[int, float]] = []
+    train_sft(policy.model, examples, [], cfg, pad_id, stop_on_plateau=False,
+              log=lambda s, v: straight.append((s, v["loss"])), on_step=save_at_4)  # fmt: skip
+    policy = fresh()
+    torch.rand(7)  # the new life's global RNG has moved on differently
+    optimizer = sft_optimizer(policy.model, cfg)
+    loop, _ = load_sft_state(state, policy.model, optimizer)
+    resumed: list[tuple[int, float]] = []
+    train_sft(policy.model, examples, [], cfg, pad_id, stop_on_plateau=False,
+              log=lambda s, v: resumed.append((s, v["loss"])), optimizer=optimizer,
+              resume=loop)  # fmt: skip
+    assert [s for s, _ in resumed] == [6, 8]
+    assert resumed == [(s, loss) for s, loss in straight if s > 4]
+
+
+TINY = [
+    "model.hidden_size=32", "model.num_layers=1", "model.num_heads=2",
+    "model.intermediate_size=64", "sft.max_steps=3", "sft.num_examples=8",
+    "sft.eval_every=3", "sft.val_examples=4", "dpo.enabled=false", "control.enabled=false",
+    "grpo.steps=2", "grpo.batch_size=4", "grpo.group_size=2", "grpo.minibatch_size=4",
+    "eval.tasks_per_domain=1", "eval.every_steps=0", "max_new_tokens=8",
+    "logging.tensorboard=false",
+]  # fmt: skip
+
+
+def _run_in_process(*settings: str) -> RecipeResult:
+    return run_recipe(load_config(None, list(settings)), QuietReporter())
+
+
+def test_a_stage_keeps_its_resume_state_until_its_checkpoint_is_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A kill while the final checkpoint is written must leave the state to resume from.
+    real = pipeline.save_checkpoint
+    state_then: dict[str, bool] = {}
+
+    def save_checkpoint(path: Path, policy: Any, stage: str, step: int, state: Any) -> Path:
+        state_then[stage] = is_complete(path.parent / f"{stage}-state")
+        return real(path, policy, stage, step, state)
+
+    monkeypatch.setattr(pipeline, "save_checkpoint", save_checkpoint)
+    _run_in_process(f"out_dir={tmp_path}", "name=run", *TINY, "sft.save_every=1",
+                    "grpo.save_every=1")  # fmt: skip
+    assert state_then == {"sft": True, "grpo": True}
+    checkpoints = tmp_path / "run" / "checkpoints"
+    assert not (checkpoints / "sft-state").exists() and not (checkpoints / "grpo-state").exists()
+
+
+class _Killed(BaseException):
+    """Stands in for SIGKILL: nothing in the run catches it."""
+
+
+def test_a_resumed_grpo_stage_counts_the_seconds_of_its_earlier_life(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = pipeline.save_grpo_state
+
+    def save_then_die(path: Path, state: GRPOState) -> Path:
+        state.elapsed_s += 100.0  # as if the first life had trained GRPO that much longer
+        real(path, state)
+        raise _Killed
+
+    monkeypatch.setattr(pipeline, "save_grpo_state", save_then_die)
+    with pytest.raises(_Killed):
+        _run_in_process(f"out_dir={tmp_path}", "name=run", *TINY, "grpo.save_every=1")
+    monkeypatch.undo()
+    saved = load_grpo_state(tmp_path / "run" / "checkpoints" / "grpo-state")
+    assert saved is not None and saved.step == 1 and saved.elapsed_s >= 100.0
+
+    result = _run_in_process(f"resume={tmp_path / 'run'}")
+    assert result.stages["grpo"]["steps"] == 2
+    seconds = result.stages["grpo"]["seconds"]
+    assert saved.elapsed_s < seconds < saved.elapsed_s + 60
+    ckpt = json.loads((tmp_path / "run/checkpoints/grpo/trainer_state.json").read_text())
+    assert ckpt["stats"]["seconds"] == seconds
+
+
+def test_a_resume_removes_a_state_left_beside_its_stages_checkpoint(tmp_path: Path) -> None:
+    # A kill after the final checkpoint is published but before the state is removed.
+    _run_in_process(f"out_dir={tmp_path}", "name=run", *TINY)
+    checkpoints = tmp_path / "run" / "checkpoints"
+    for state in ("sft-state", "grpo-state"):
+        (checkpoints / state).mkdir()
+        (checkpoints / state / "state.json").write_text('{"step": 2}')
+        (checkpoints / state / COMPLETE_MARKER).touch()
+    result = _run_in_process(f"resume={tmp_path / 'run'}")
+    assert result.stages["grpo"]["steps"] == 2  # loaded, not redone
+    assert not (checkpoints / "sft-state").exists() and not (checkpoints / "grpo-state").exists()
