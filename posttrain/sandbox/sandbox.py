@@ -59,7 +59,7 @@ from typing import Any, Literal, overload
 from posttrain.sandbox import layers
 from posttrain.sandbox.cgroups import SandboxCgroups
 from posttrain.sandbox.inside.framing import encode_frame, recv_frame
-from posttrain.sandbox.inside.tasks import children_map
+from posttrain.sandbox.inside.tasks import descendants, wait_exited
 from posttrain.sandbox.results import (
     ExecResult,
     SandboxCleanupError,
@@ -204,7 +204,7 @@ class Sandbox:
             self._proc, self._cgroups, self._host_dir, self._uid = None, None, None, None
             return ""
         if self._proc is not None:
-            tree = _descendants(self._proc.pid)
+            tree = descendants(self._proc.pid)
             # Kill the namespace's init first: the kernel takes every process in the pid
             # namespace with it and the launcher reaps it, so nothing is left as a zombie.
             victims = tree[1:2] if self.mode != "none" else tree[1:]
@@ -221,7 +221,7 @@ class Sandbox:
                 self._proc.kill()
                 self._proc.wait()
             self._proc = None
-            _wait_gone(tree[1:])
+            wait_exited(tree[1:], timeout=5.0)
         if self._cgroups is not None:
             with contextlib.suppress(SandboxCleanupError):  # its processes got SIGKILL; go on
                 self._cgroups.close()
@@ -272,7 +272,7 @@ class Sandbox:
         """Host pids of this sandbox's whole process tree (launcher, bwrap, server, tasks)."""
         if self._proc is None:
             return []
-        return _descendants(self._proc.pid)
+        return descendants(self._proc.pid)
 
     # ------------------------------------------------------------------ protocol
     def _call(self, req: dict[str, Any], payload: bytes = b"", timeout: float = 30.0) -> tuple[dict[str, Any], bytes]:  # fmt: skip
@@ -491,28 +491,3 @@ def _fs_str(value: object, what: str) -> str:
         raise TypeError(
             f"{what} must be str, bytes or os.PathLike, not {type(value).__name__}"
         ) from None
-
-
-def _descendants(root: int) -> list[int]:
-    children = children_map()
-    out, stack = [], [root]
-    while stack:
-        pid = stack.pop()
-        out.append(pid)
-        stack.extend(children.get(pid, []))
-    return out
-
-
-def _wait_gone(pids: list[int], timeout: float = 5.0) -> None:
-    """Wait until `pids` have exited (zombies awaiting their reaper count as gone)."""
-    deadline = time.monotonic() + timeout
-    for pid in pids:
-        while time.monotonic() < deadline:
-            try:
-                with open(f"/proc/{pid}/stat", "rb") as f:
-                    line = f.read()
-            except OSError:
-                break
-            if line[line.rindex(b")") + 2 : line.rindex(b")") + 3] == b"Z":
-                break
-            time.sleep(0.002)

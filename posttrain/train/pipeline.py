@@ -18,13 +18,11 @@ greedy, and pairs checkpoints with an exact McNemar test.
 
 from __future__ import annotations
 
-import logging
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import torch
 
@@ -67,6 +65,7 @@ from posttrain.train.mixture import (
 )
 from posttrain.train.monitor import TrainingMonitor
 from posttrain.train.recipe_inputs import split_off
+from posttrain.train.reporter import Reporter
 from posttrain.train.resume import (
     GRPO_STATE,
     SFT_STATE,
@@ -90,32 +89,6 @@ COMPARISONS = [
 
 # The stages with a mid-stage resume state, and its directory under checkpoints/.
 MID_STAGE_STATES = {"sft": SFT_STATE, "grpo": GRPO_STATE}
-
-
-class Reporter(Protocol):
-    """Where progress goes (the CLI shows rich progress bars; tests pass `QuietReporter`)."""
-
-    def stage(self, name: str, total: float) -> None: ...
-
-    def update(self, done: float, stats: dict[str, float]) -> None: ...
-
-    def evaluated(self, result: EvalResult) -> None: ...
-
-    def warn(self, message: str) -> None: ...
-
-
-class QuietReporter:
-    def stage(self, name: str, total: float) -> None:
-        pass
-
-    def update(self, done: float, stats: dict[str, float]) -> None:
-        pass
-
-    def evaluated(self, result: EvalResult) -> None:
-        pass
-
-    def warn(self, message: str) -> None:
-        logging.getLogger("posttrain").warning(message)
 
 
 @dataclass

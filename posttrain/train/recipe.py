@@ -34,8 +34,9 @@ from posttrain.store.metrics import WandbMissing
 from posttrain.train.data_files import DataFileError
 from posttrain.train.distributed import close_distributed, init_distributed, resolve_device
 from posttrain.train.mixture import MixtureError, mixture_weights
-from posttrain.train.pipeline import Pipeline, QuietReporter, RecipeResult, Reporter
+from posttrain.train.pipeline import Pipeline, RecipeResult
 from posttrain.train.recipe_inputs import check_heldout, resolve_domains
+from posttrain.train.reporter import QuietReporter, Reporter
 from posttrain.train.resume import STAGES, forget_unfinished, open_for_resume
 from posttrain.train.summary import summary_markdown
 

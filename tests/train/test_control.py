@@ -64,14 +64,20 @@ def test_the_pacer_does_not_count_its_wait_for_the_treatment_as_training() -> No
     assert 0.2 <= pacer.trained < 0.3
 
 
+def _run_until_stopped(pacer: TrainingPacer, step_s: float) -> int:
+    """Steps of `step_s` seconds taken until the pacer says stop."""
+    steps = 0
+    while not pacer():
+        _step(step_s)
+        steps += 1
+    return steps
+
+
 def test_the_pacer_stops_after_the_step_that_reaches_the_final_figure() -> None:
     clock = TreatmentClock()
     clock.hold(0.25)
     pacer = TrainingPacer(clock, final=lambda: True, cap_s=60.0)
-    steps = 0
-    while not pacer():
-        _step(0.1)
-        steps += 1
+    steps = _run_until_stopped(pacer, step_s=0.1)
     assert steps == 3  # 0.2 s < 0.25 s: one more step; 0.3 s: done
     assert 0.3 <= pacer.trained < 0.35 and not pacer.capped
 
@@ -80,10 +86,7 @@ def test_the_pacer_stops_at_its_cap_short_of_the_figure() -> None:
     clock = TreatmentClock()
     clock.hold(10.0)
     pacer = TrainingPacer(clock, final=lambda: False, cap_s=0.15)
-    steps = 0
-    while not pacer():
-        _step(0.1)
-        steps += 1
+    steps = _run_until_stopped(pacer, step_s=0.1)
     assert steps == 2 and pacer.capped
 
 

@@ -20,14 +20,13 @@ import select
 import signal
 import socket
 import sys
-import time
 import traceback
 from typing import Any
 
 from . import files
 from .framing import recv_frame, send_frame
 from .sessions import session_main
-from .tasks import TASK_ENV, clear_sysv_ipc, kill_descendants, run_task, set_dumpable
+from .tasks import TASK_ENV, clear_sysv_ipc, kill_descendants, run_task, set_dumpable, wait_exited
 
 
 class Server:
@@ -205,16 +204,7 @@ def _wait_exit(pid: int, timeout: float = 2.0) -> None:
     except ProcessLookupError:
         return
     except OSError:  # no pidfds here: poll its state instead
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                with open(f"/proc/{pid}/stat", "rb") as f:
-                    line = f.read()
-            except OSError:
-                return
-            if line[line.rindex(b")") + 2 : line.rindex(b")") + 3] == b"Z":
-                return
-            time.sleep(0.001)
+        wait_exited([pid], timeout, poll=0.001)
         return
     try:
         select.select([fd], [], [], timeout)

@@ -59,6 +59,36 @@ def children_map() -> dict[int, list[int]]:
     return tree
 
 
+def descendants(root: int) -> list[int]:
+    """`root` and every process below it, parents before children."""
+    tree = children_map()
+    out, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        out.append(pid)
+        stack.extend(tree.get(pid, []))
+    return out
+
+
+def has_exited(pid: int) -> bool:
+    """True once `pid` is gone or a zombie awaiting its reaper."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            line = f.read()
+    except OSError:
+        return True
+    state = line.rindex(b")") + 2
+    return line[state : state + 1] == b"Z"
+
+
+def wait_exited(pids: list[int], timeout: float, poll: float = 0.002) -> None:
+    """Wait until every one of `pids` has exited (see `has_exited`), or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        while not has_exited(pid) and time.monotonic() < deadline:
+            time.sleep(poll)
+
+
 class LeftoverProcesses(RuntimeError):
     """Cleanup could not kill everything a task left behind."""
 
