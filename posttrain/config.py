@@ -68,7 +68,7 @@ class SFTConfig(_Strict):
 class DPOConfig(_Strict):
     enabled: bool = Field(True, description="run this stage")
     num_tasks: int = Field(384, ge=1, description="training tasks to mine pairs from")
-    val_tasks: int = Field(128, ge=1, description="held-out tasks for preference accuracy")
+    val_tasks: int = Field(512, ge=1, description="held-out tasks for preference accuracy")
     samples_per_task: int = Field(4, ge=2, description="answers sampled per task to mine pairs")
     temperature: float = Field(1.0, gt=0, description="sampling temperature for mining")
     beta: float = Field(0.1, gt=0, description="DPO inverse temperature")
@@ -91,19 +91,19 @@ class DPOConfig(_Strict):
         description="forward/backward passes of at most this many padded tokens (chosen and "
         "rejected rows), gradients accumulated over the batch (None = the whole batch at once)",
     )
-    epochs: int = Field(2, ge=1, description="passes over the mined pairs")
+    epochs: int = Field(4, ge=1, description="passes over the mined pairs")
     max_minutes: float = Field(1.5, gt=0, description="wall-clock cap for the stage")
 
 
 class GRPOConfig(_Strict):
     enabled: bool = Field(True, description="run this stage")
-    steps: int = Field(400, ge=1, description="policy updates (max_minutes may stop it first)")
+    steps: int = Field(3000, ge=1, description="policy updates (max_minutes may stop it first)")
     batch_size: int = Field(128, ge=1, description="rollouts per step (prompts × group_size)")
     group_size: int = Field(8, ge=2, description="samples per prompt")
     lr: float = Field(3e-5, gt=0, description="AdamW learning rate")
     # Below 1e-5 the engines sample greedily (`SamplingParams.greedy`) and report logprobs
     # at temperature 1, while the trainer's forward would divide by this: the two disagree.
-    temperature: float = Field(1.0, ge=1e-5, description="sampling temperature")
+    temperature: float = Field(0.7, ge=1e-5, description="sampling temperature")
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling")
     clip_eps: float = Field(0.2, gt=0, description="PPO clip range (low side)")
     clip_eps_high: float = Field(0.28, gt=0, description="PPO clip range (high side, DAPO)")
@@ -128,7 +128,7 @@ class GRPOConfig(_Strict):
         True, description="draw (domain, difficulty) cells by their recent p(1-p)"
     )
     adaptive_floor: float = Field(
-        0.05,
+        0.01,
         gt=0,
         le=1,
         description="the least weight of a cell under adaptive_difficulty (cells always or "
@@ -167,7 +167,7 @@ class GRPOConfig(_Strict):
         description="training forward: run each group's shared prompt once and its "
         "completions on top of its K/V (False: every rollout's prompt again)",
     )
-    max_minutes: float = Field(3.5, gt=0, description="wall-clock cap for the stage")
+    max_minutes: float = Field(5.0, gt=0, description="wall-clock cap for the stage")
     save_every: int = Field(
         0, ge=0, description="steps between resumable full-state saves (0 = none)"
     )

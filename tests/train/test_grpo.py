@@ -256,7 +256,9 @@ GOLDEN_LOSSES = [0.29123253, 0.28902762, 0.28651384, 0.28330575, 0.27902742]
 
 
 def test_a_fixed_seed_run_reproduces_its_first_five_losses(tiny_model: Any, tokenizer: Any) -> None:
-    cfg = GRPOConfig(steps=5, batch_size=8, group_size=4, minibatch_size=4, epochs=2, lr=1e-3)
+    cfg = GRPOConfig(
+        steps=5, batch_size=8, group_size=4, minibatch_size=4, epochs=2, lr=1e-3, temperature=1.0
+    )
     logged = run_grpo(tiny_model, tokenizer, ["yes", "no", "no", "yes"], cfg)
     losses = [v["loss"] for v in logged]
     assert losses == pytest.approx(GOLDEN_LOSSES, rel=1e-4, abs=1e-6)
