@@ -240,7 +240,8 @@ def test_micro_batched_dpo_steps_match_the_whole_batch(
         # AdamW scales each element's step by its own gradient's size, so an element whose
         # gradient is ~0 (the tied embedding row of a byte no pair uses) moves by an amount
         # the summation order decides: 5.7e-6 apart on one machine. 5e-5 is 5% of one
-        # step's largest move (lr 1e-3); a wrongly scaled micro-batch moves every element
-        # by ~1e-3.
+        # step's largest move (lr 1e-3). Micro-batches weighted wrongly against each other
+        # turn the step's direction (elements up to ~1e-3 apart); a uniform scale, which
+        # AdamW would absorb, shows in the logged losses compared above.
         for name, value in whole.items():
             torch.testing.assert_close(params[name], value, rtol=1e-4, atol=5e-5)
