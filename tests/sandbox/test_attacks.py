@@ -277,16 +277,24 @@ def test_host_secret_is_unreadable(
     assert result.stdout.startswith("DENIED"), result.stdout
 
 
-def _wait_for_environ(pid: int, secret: str) -> None:
+def _wait_for_environ(pid: int, secret: str, program: bytes = b"sleep") -> None:
+    """Until `pid` has exec'd `program` with `secret` in its environment.
+
+    The secret shows first in setpriv's environment, before it execs `program`; read in
+    the middle of that exec, the environment is empty. So this also waits for the new
+    program's command line, which the kernel sets up together with its environment.
+    """
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if secret.encode() in f.read():
-                    return
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
         except OSError:
-            pass
+            cmdline = environ = b""
+        if cmdline.split(b"\0")[0] == program and secret.encode() in environ:
+            return
         time.sleep(0.02)
+    raise AssertionError(f"pid {pid} did not exec {program!r} with the secret within 10 s")
 
 
 def test_host_process_environ_is_unreadable(pool: SandboxPool, unisolated: Sandbox) -> None:
