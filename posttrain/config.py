@@ -79,6 +79,12 @@ class DPOConfig(_Strict):
         0.0, ge=0, lt=0.5, description="assumed label-flip rate (cDPO with sigmoid, rDPO)"
     )
     reference_free: bool = Field(False, description="drop the reference model (logprobs 0)")
+    positive_lambda: float = Field(
+        0.0,
+        ge=0,
+        description="DPO-Positive (DPOP): penalty weight once a chosen answer falls below "
+        "its reference likelihood (0 = plain DPO; needs a reference, sigmoid or robust)",
+    )
     data_file: str | None = Field(
         None, description="JSONL/Parquet of {prompt, chosen, rejected} instead of mined pairs"
     )
@@ -93,6 +99,16 @@ class DPOConfig(_Strict):
     )
     epochs: int = Field(4, ge=1, description="passes over the mined pairs")
     max_minutes: float = Field(1.5, gt=0, description="wall-clock cap for the stage")
+
+    @model_validator(mode="after")
+    def _positive(self) -> DPOConfig:
+        if self.positive_lambda > 0 and (self.reference_free or self.loss == "ipo"):
+            why = "reference_free=true" if self.reference_free else "loss=ipo"
+            raise ValueError(
+                f"dpo.positive_lambda={self.positive_lambda} (DPOP) needs a reference and the "
+                f"sigmoid or robust loss, got {why}; set dpo.positive_lambda=0"
+            )
+        return self
 
 
 class GRPOConfig(_Strict):

@@ -104,6 +104,12 @@ def test_a_batch_size_not_divisible_by_the_group_size_names_both() -> None:
     assert "grpo.group_size=4" in str(info.value)
 
 
+@pytest.mark.parametrize("other", ["dpo.loss=ipo", "dpo.reference_free=true"])
+def test_dpo_positive_without_a_reference_or_with_ipo_names_both_fields(other: str) -> None:
+    with pytest.raises(ConfigError, match=r"dpo\.positive_lambda=5\.0.*" + other.split(".")[1]):
+        load_config(None, ["dpo.positive_lambda=5", other])
+
+
 def test_an_empty_domain_list_is_refused() -> None:
     with pytest.raises(ConfigError, match="domains"):
         load_config(None, ["domains=[]"])

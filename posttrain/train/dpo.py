@@ -190,6 +190,7 @@ def train_dpo(
                     label_smoothing=cfg.label_smoothing,
                     chosen_tokens=tokens[:b],
                     rejected_tokens=tokens[b:],
+                    positive_lambda=cfg.positive_lambda,
                 )
                 loss = pair_loss * weight * b / len(chunk)  # this part of the batch mean
                 if cfg.sft_weight > 0:

@@ -93,6 +93,7 @@ def dpo_loss(
     label_smoothing: float = 0.0,
     chosen_tokens: torch.Tensor | None = None,
     rejected_tokens: torch.Tensor | None = None,
+    positive_lambda: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The DPO family on summed sequence logprobs [B] each; returns (mean loss, margin [B]).
 
@@ -106,6 +107,10 @@ def dpo_loss(
       (TRL's length-normalized form, which the IPO authors endorse); without them the
       summed form of the paper.
     `ref_chosen = ref_rejected = None` is reference-free (the reference logprobs are 0).
+    `positive_lambda` λ > 0 (sigmoid and robust) is DPO-Positive (DPOP, Pal et al. 2024,
+    Eq. 3): βΔ becomes β·(Δ − λ·max(0, ref_c − π_c)), a penalty once the chosen answer
+    is less likely than under the reference — which plain DPO allows, and which pairs
+    that differ in a token or two (a digit of an answer) drive it to.
     """
     if loss_type not in DPO_LOSS_TYPES:
         raise ValueError(f"loss_type must be one of {DPO_LOSS_TYPES}, got {loss_type!r}")
@@ -113,6 +118,10 @@ def dpo_loss(
         raise ValueError(f"label_smoothing must be in [0, 0.5), got {label_smoothing}")
     if (ref_chosen is None) != (ref_rejected is None):
         raise ValueError("give both ref_chosen and ref_rejected, or neither (reference-free)")
+    if positive_lambda < 0:
+        raise ValueError(f"positive_lambda must be >= 0, got {positive_lambda}")
+    if positive_lambda > 0 and (ref_chosen is None or loss_type == "ipo"):
+        raise ValueError("positive_lambda (DPOP) needs a reference and the sigmoid or robust loss")
     chosen = policy_chosen if ref_chosen is None else policy_chosen - ref_chosen  # [B]
     rejected = policy_rejected if ref_rejected is None else policy_rejected - ref_rejected
     margin = beta * (chosen - rejected)  # [B]
@@ -125,7 +134,10 @@ def dpo_loss(
         losses = (chosen - rejected - 1.0 / (2.0 * beta)) ** 2
     else:
         eps = label_smoothing
-        agree, flip = -F.logsigmoid(margin), -F.logsigmoid(-margin)
+        logits = margin  # [B]
+        if positive_lambda > 0:
+            logits = margin - beta * positive_lambda * torch.relu(-chosen)
+        agree, flip = -F.logsigmoid(logits), -F.logsigmoid(-logits)
         if loss_type == "sigmoid":
             losses = (1.0 - eps) * agree + eps * flip
         else:

@@ -156,6 +156,23 @@ def test_sft_weight_adds_the_chosen_nll_to_the_loss(tiny_model: Any, tokenizer: 
     assert mixed[0][1]["loss"] > plain[0][1]["loss"] + 1.0  # the NLL of an untrained model is large
 
 
+def test_dpo_positive_reaches_the_trainer(tiny_model: Any, tokenizer: Any) -> None:
+    """DPOP's penalty is 0 while the policy is the reference (step 1) and never negative."""
+    pairs = synthetic_pairs(starter_tasks(range(4)), tokenizer)
+    state = {k: v.clone() for k, v in tiny_model.state_dict().items()}
+    losses = []
+    for lam in (0.0, 50.0):
+        tiny_model.load_state_dict(state)
+        logged: list[float] = []
+        cfg = DPOConfig(lr=3e-2, batch_size=16, epochs=2, sft_weight=0.0, positive_lambda=lam)
+        train_dpo(tiny_model, pairs, [], cfg, tokenizer.pad_token_id,
+                  log=lambda _s, v, out=logged: out.append(v["loss"]))  # fmt: skip
+        losses.append(logged)
+    plain, positive = losses
+    assert positive[0] == pytest.approx(plain[0], rel=1e-6)
+    assert positive[1] > plain[1] + 1.0  # lr 3e-2: step 1 takes chosen answers below the reference
+
+
 @pytest.mark.parametrize(
     ("overrides", "first_loss"),
     [

@@ -262,16 +262,45 @@ def test_reference_free_dpo_equals_a_zero_reference() -> None:
     assert free.item() == pytest.approx((softplus(-0.2) + softplus(0.05)) / 2, abs=1e-6)
 
 
+def test_dpo_positive_penalizes_only_a_chosen_answer_below_its_reference() -> None:
+    # pair 1: chosen ratio −3 − −4 = +1 (above the reference: no penalty), Δ = 1.5;
+    # pair 2: chosen ratio −2 − −1 = −1 (below it by 1), Δ = −1 − (−1 − −3) = −3.
+    # DPOP logits: β·(Δ − λ·max(0, ref_c − π_c)) = 0.1·1.5 and 0.1·(−3 − 50·1) = −5.3
+    loss, margin = dpo_loss(
+        policy_chosen=torch.tensor([-3.0, -2.0]),
+        policy_rejected=torch.tensor([-5.0, -1.0]),
+        ref_chosen=torch.tensor([-4.0, -1.0]),
+        ref_rejected=torch.tensor([-4.5, -3.0]),
+        beta=0.1,
+        positive_lambda=50.0,
+    )
+    assert torch.allclose(margin, torch.tensor([0.15, -0.3]))  # the DPO margin, unpenalized
+    assert loss.item() == pytest.approx((softplus(-0.15) + softplus(5.3)) / 2, abs=1e-6)
+
+
+def test_dpo_positive_at_lambda_zero_is_dpo() -> None:
+    plain, _ = dpo_loss(**PAIR, beta=0.1)
+    positive, _ = dpo_loss(**PAIR, beta=0.1, positive_lambda=0.0)
+    assert positive.item() == plain.item()
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
         ({"loss_type": "hinge"}, "loss_type"),
         ({"label_smoothing": 0.5}, "label_smoothing"),
+        ({"positive_lambda": -1.0}, "positive_lambda"),
+        ({"positive_lambda": 5.0, "loss_type": "ipo"}, "positive_lambda"),
     ],
 )
 def test_dpo_loss_rejects_bad_options(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         dpo_loss(**PAIR, beta=0.1, **kwargs)
+
+
+def test_reference_free_dpo_positive_is_an_error() -> None:
+    with pytest.raises(ValueError, match="needs a reference"):
+        dpo_loss(torch.tensor([-1.0]), torch.tensor([-2.0]), None, None, 0.1, positive_lambda=5.0)
 
 
 # ---- advantage baselines ------------------------------------------------------------------
