@@ -70,7 +70,9 @@ class DPOConfig(_Strict):
     num_tasks: int = Field(384, ge=1, description="training tasks to mine pairs from")
     val_tasks: int = Field(512, ge=1, description="held-out tasks for preference accuracy")
     samples_per_task: int = Field(4, ge=2, description="answers sampled per task to mine pairs")
-    temperature: float = Field(1.0, gt=0, description="sampling temperature for mining")
+    temperature: float = Field(
+        0.7, gt=0, description="sampling temperature for mining (the pairs' rejected answers)"
+    )
     beta: float = Field(0.1, gt=0, description="DPO inverse temperature")
     loss: Literal["sigmoid", "ipo", "robust"] = Field(
         "sigmoid", description="DPO (sigmoid), IPO, or rDPO (robust to label noise)"
