@@ -37,7 +37,8 @@ a later sandbox drawing the same uid), world-writable UNIX sockets connectable; 
 Errors: constructing raises `SandboxUnavailable` when the asked-for isolation cannot
 run here. `exec`/`run_python` never raise for task behaviour: limits and failures are
 `ExecResult` fields (`error` set when the sandbox itself died; it then restarts on the
-next call). File methods raise `ValueError` for paths that leave the workspace or go
+next call, with the baseline workspace: `restarts` counts these starts afresh, so a
+caller that keeps state in the workspace compares it before and after a call). File methods raise `ValueError` for paths that leave the workspace or go
 through a symlink, `FileNotFoundError` for missing files, `SandboxError` when the
 sandbox failed or the operation failed inside it (the message says which). A value of
 the wrong type (argv entry, path, data) raises `TypeError` before anything is sent.
@@ -97,6 +98,7 @@ class Sandbox:
         self.mode = mode
         self.name = ""
         self.tasks_run = 0
+        self.restarts = 0  # starts afresh since construction (each loses the workspace)
         self.needs_recycle = False  # a task timed out, was killed, ran out of memory or crashed us
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
@@ -251,6 +253,7 @@ class Sandbox:
         self._closed = False
         self.needs_recycle = False
         self.tasks_run = 0
+        self.restarts += 1
         self._start()
 
     def close(self) -> None:

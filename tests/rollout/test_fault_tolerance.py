@@ -34,15 +34,15 @@ class CounterSession:
         self.tools = [BUMP]
         self.sandbox = Sandbox(SandboxSpec(memory_mb=256, timeout_s=5))
         self.sandbox.write_file("n", "0")
-        self.incarnation = self.sandbox.name  # a restart (Sandbox._launch) gives a new name
+        self.restarts = self.sandbox.restarts
 
     def call(self, tool_call: ToolCall) -> Observation:
         if not self.sandbox.alive:  # a restarted sandbox would have lost the workspace
             raise SandboxError("the sandbox died")
         result = self.sandbox.exec(["sh", "-c", "echo $(( $(cat n) + 1 )) > n; cat n"], timeout=5)
         # The sandbox may die after the check above; `exec` then restarts it (empty
-        # workspace, `n` missing, so the bump says "1"). A new name tells.
-        if self.sandbox.name != self.incarnation:
+        # workspace, `n` missing, so the bump says "1"). Its restart count tells.
+        if self.sandbox.restarts != self.restarts:
             raise SandboxError("the sandbox died and was restarted: its workspace is lost")
         if result.error:
             raise SandboxError(result.error)

@@ -293,10 +293,16 @@ def test_closed_sandbox_refuses_work() -> None:
 
 
 def test_killed_sandbox_restarts_on_next_call(sb: Sandbox) -> None:
+    sb.write_file("kept", "state")
+    before = sb.restarts  # this module's sandbox: earlier tests restarted it
     sb._kill()  # as if the OOM killer took the whole sandbox
     assert not sb.alive
     sb.write_file("x", "1")
     assert sb.read_file("x") == "1"
+    assert sb.restarts == before + 1  # the count says the workspace went:
+    assert "kept" not in sb.list_files()
+    sb.restart()
+    assert sb.restarts == before + 2
 
 
 def test_snapshot_keeps_hard_links_as_copies(sb: Sandbox) -> None:
