@@ -95,6 +95,7 @@ GRPO_SETTINGS = [
     "grpo.lr=3e-5",  # the best of 3e-5..5e-4 from an SFT checkpoint (docs/benchmarks.md)
     "grpo.temperature=1.0",  # at 0.5 (tried over difficulties 1..10) few groups had spread
     "grpo.adaptive_floor=0.05",  # as measured (the built-in recipe now uses 0.01)
+    "grpo.adaptive_cost=false",  # as measured (the built-in recipe weighs cells by length)
 ]
 
 CHECKPOINTS = ("start", "breadth", "alone")

@@ -152,6 +152,11 @@ class GRPOConfig(_Strict):
         description="the least weight of a cell under adaptive_difficulty (cells always or "
         "never solved; they are still drawn now and then to keep their pass rate current)",
     )
+    adaptive_cost: bool = Field(
+        True,
+        description="under adaptive_difficulty, also divide a cell's weight by its episodes' "
+        "mean length in tokens (signal per token sampled: long episodes set a step's time)",
+    )
     ramp_from: int | None = Field(
         None,
         ge=1,

@@ -204,7 +204,9 @@ def train_grpo(
             rollouts = [r for _, g in batch_groups for r in g]  # [B*G], groups contiguous
             every = [r for _, g in sampled for r in g]
             for task, group in sampled:
-                sampler.observe(task, [r.reward for r in group])
+                sampler.observe(
+                    task, [r.reward for r in group], [len(r.completion_ids) for r in group]
+                )
             if record is not None:
                 record(every)
             rollout_s = time.perf_counter() - t0

@@ -140,7 +140,8 @@ class TaskSampler:
 
     Each draw picks a (domain, difficulty) cell by domain weight; with `adaptive`,
     also by how much signal the cell currently gives (see `cell_weight`), which
-    GRPO keeps up to date through `observe`. `window` (lowest, highest), when set,
+    GRPO keeps up to date through `observe`; with `cost_aware` too, divided by the
+    cell's episode length in tokens. `window` (lowest, highest), when set,
     limits draws to those difficulties (or to the nearest allowed one below it, see
     `levels`): GRPO's length curriculum slides it up."""
 
@@ -154,6 +155,7 @@ class TaskSampler:
         seed: int = 0,
         adaptive: bool = False,
         floor: float = 0.05,
+        cost_aware: bool = False,
     ) -> None:
         if stream not in STREAM_BASES:
             raise ValueError(f"unknown task stream {stream!r}; known: {sorted(STREAM_BASES)}")
@@ -169,8 +171,10 @@ class TaskSampler:
             raise ValueError(f"adaptive floor must be in (0, 1], got {floor}")
         self.adaptive = adaptive
         self.floor = floor
+        self.cost_aware = cost_aware
         self.stream = stream
         self.pass_rates: dict[tuple[str, int], float] = {}
+        self.tokens: dict[tuple[str, int], float] = {}  # mean tokens per episode (EMA)
         self.window: tuple[int, int] | None = None
 
     def state_dict(self) -> dict[str, Any]:
@@ -181,6 +185,7 @@ class TaskSampler:
             "next_seed": self.next_seed,
             "rng": [version, list(internal), gauss],
             "pass_rates": [[d, k, p] for (d, k), p in sorted(self.pass_rates.items())],
+            "tokens": [[d, k, t] for (d, k), t in sorted(self.tokens.items())],
             "window": list(self.window) if self.window else None,
         }
 
@@ -191,25 +196,41 @@ class TaskSampler:
         self.rng.setstate((version, tuple(internal), gauss))
         self.next_seed = int(state["next_seed"])
         self.pass_rates = {(d, int(k)): float(p) for d, k, p in state["pass_rates"]}
+        self.tokens = {(d, int(k)): float(t) for d, k, t in state.get("tokens", [])}
         window = state.get("window")
         self.window = (int(window[0]), int(window[1])) if window else None
 
     def cell_weight(self, domain_id: str, difficulty: int) -> float:
         """1 for every cell, or, when adaptive, 4·p(1−p) of the cell's recent pass rate p,
         floored at `floor`: cells the policy always or never solves teach GRPO nothing, and
-        the floor keeps them drawn now and then so their pass rate stays current."""
+        the floor keeps them drawn now and then so their pass rate stays current.
+
+        With `cost_aware`, that times mean(t) / t, t the cell's mean episode length in
+        tokens and mean(t) over the cells seen (a cell not seen yet counts as the mean):
+        signal per token sampled. A step's rollouts take as long as their longest
+        episode, so one long group in a batch of short ones sets the step's time."""
         if not self.adaptive:
             return 1.0
         p = self.pass_rates.get((domain_id, difficulty), 0.5)
-        return max(self.floor, 4.0 * p * (1.0 - p))
+        weight = max(self.floor, 4.0 * p * (1.0 - p))
+        if self.cost_aware and self.tokens:
+            mean = sum(self.tokens.values()) / len(self.tokens)
+            weight *= mean / max(self.tokens.get((domain_id, difficulty), mean), 1.0)
+        return weight
 
-    def observe(self, task: Task, rewards: Sequence[float]) -> None:
-        """Fold one group's rewards into its cell's pass rate (an EMA, weight 0.3)."""
+    def observe(
+        self, task: Task, rewards: Sequence[float], tokens: Sequence[int] | None = None
+    ) -> None:
+        """Fold one group's rewards into its cell's pass rate, and its episodes' lengths
+        in tokens (`tokens`, when given) into the cell's mean length (EMAs, weight 0.3)."""
         if not rewards:
             return
         key = (task.domain, task.difficulty)
         mean = sum(rewards) / len(rewards)
         self.pass_rates[key] = 0.7 * self.pass_rates.get(key, 0.5) + 0.3 * mean
+        if tokens:
+            length = sum(tokens) / len(tokens)
+            self.tokens[key] = 0.7 * self.tokens.get(key, length) + 0.3 * length
 
     def levels(self) -> list[int]:
         """The difficulties draws come from: those of `difficulties` inside `window`; when

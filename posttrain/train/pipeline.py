@@ -317,6 +317,7 @@ class Pipeline:
             seed=self.cfg.seed,
             adaptive=c.adaptive_difficulty,
             floor=c.adaptive_floor,
+            cost_aware=c.adaptive_cost,
         )
         res = train_grpo(
             self.replica.trained,  # type: ignore[arg-type]

@@ -89,6 +89,45 @@ def test_adaptive_floor_sets_the_weight_of_solved_cells() -> None:
         TaskSampler(DOMAINS[:1], "grpo", adaptive=True, floor=0.0)
 
 
+def test_cost_aware_weights_are_signal_per_token() -> None:
+    sampler = TaskSampler(DOMAINS[:1], "grpo", difficulties=[1, 2, 3], adaptive=True,
+                          floor=0.01, cost_aware=True)  # fmt: skip
+    short, long_ = DOMAINS[0].generate(0, 1), DOMAINS[0].generate(0, 2)
+    for _ in range(40):
+        sampler.observe(short, [1.0, 0.0] * 4, [5] * 8)  # half solved, 5 tokens
+        sampler.observe(long_, [1.0] * 8, [45] * 8)  # solved, 45 tokens
+    mean = (5.0 + 45.0) / 2
+    assert sampler.cell_weight(DOMAINS[0].id, 1) == pytest.approx(1.0 * mean / 5)
+    assert sampler.cell_weight(DOMAINS[0].id, 2) == pytest.approx(0.01 * mean / 45)  # the floor too
+    assert sampler.cell_weight(DOMAINS[0].id, 3) == 1.0  # unseen: half solved, mean length
+    sampler.cost_aware = False
+    assert sampler.cell_weight(DOMAINS[0].id, 2) == pytest.approx(0.01)
+
+
+def test_episode_lengths_are_an_ema_per_cell() -> None:
+    sampler = TaskSampler(DOMAINS[:1], "grpo", adaptive=True, cost_aware=True)
+    task = DOMAINS[0].generate(0, 4)
+    sampler.observe(task, [1.0, 0.0], [10, 30])  # first: the group's mean
+    sampler.observe(task, [1.0, 0.0], [40, 40])
+    assert sampler.tokens[(task.domain, 4)] == pytest.approx(0.7 * 20 + 0.3 * 40)
+    sampler.observe(task, [1.0, 0.0])  # no lengths given: unchanged
+    assert sampler.tokens[(task.domain, 4)] == pytest.approx(26.0)
+
+
+def test_cost_aware_sampling_draws_long_solved_cells_rarely() -> None:
+    counts = []
+    for cost_aware in (False, True):
+        sampler = TaskSampler(DOMAINS[:2], "grpo", difficulties=[1], adaptive=True,
+                              floor=0.01, cost_aware=cost_aware)  # fmt: skip
+        for _ in range(40):
+            sampler.observe(DOMAINS[0].generate(0, 1), [1.0, 0.0] * 4, [5] * 8)
+            sampler.observe(DOMAINS[1].generate(0, 1), [1.0] * 8, [60] * 8)
+        counts.append(sum(t.domain == DOMAINS[1].id for t in sampler.sample(3000)))
+    plain, aware = counts
+    assert 10 < plain < 60  # 1% of 3000 draws, give or take
+    assert aware < plain / 4  # 12 times rarer: 0.01 · (32.5 / 60) against 1 · (32.5 / 5)
+
+
 def test_plain_sampler_ignores_observations() -> None:
     sampler = TaskSampler(DOMAINS[:1], "grpo", difficulties=[1, 2])
     sampler.observe(DOMAINS[0].generate(0, 1), [1.0] * 8)
@@ -170,3 +209,18 @@ def test_a_sampler_resumed_from_its_state_draws_the_same_tasks() -> None:
     b.load_state_dict(json.loads(json.dumps(a.state_dict())))
     assert [t.id for t in a.sample(8)] == [t.id for t in b.sample(8)]
     assert a.pass_rates == b.pass_rates and b.window == (2, 4)
+
+
+def test_a_cost_aware_sampler_resumes_with_its_episode_lengths() -> None:
+    mix = [get_domain(d) for d in ("arith/addition-v1", "text/reverse-v1")]
+    a = TaskSampler(mix, "grpo", seed=1, adaptive=True, cost_aware=True)
+    for task in a.sample(6):
+        a.observe(task, [1.0, 0.0], [3 + task.difficulty, 9])
+    b = TaskSampler(mix, "grpo", seed=1, adaptive=True, cost_aware=True)
+    b.load_state_dict(json.loads(json.dumps(a.state_dict())))
+    assert b.tokens == a.tokens
+    assert [t.id for t in a.sample(8)] == [t.id for t in b.sample(8)]
+    old = a.state_dict()
+    del old["tokens"]  # a state saved before lengths were kept
+    b.load_state_dict(old)
+    assert b.tokens == {}
