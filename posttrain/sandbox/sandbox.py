@@ -38,10 +38,11 @@ Errors: constructing raises `SandboxUnavailable` when the asked-for isolation ca
 run here. `exec`/`run_python` never raise for task behaviour: limits and failures are
 `ExecResult` fields (`error` set when the sandbox itself died; it then restarts on the
 next call, with the baseline workspace: `restarts` counts these starts afresh, so a
-caller that keeps state in the workspace compares it before and after a call). File methods raise `ValueError` for paths that leave the workspace or go
-through a symlink, `FileNotFoundError` for missing files, `SandboxError` when the
-sandbox failed or the operation failed inside it (the message says which). A value of
-the wrong type (argv entry, path, data) raises `TypeError` before anything is sent.
+caller that keeps state in the workspace compares it before and after a call). File
+methods raise `ValueError` for paths that leave the workspace or go through a symlink,
+`FileNotFoundError` for missing files, `SandboxError` when the sandbox failed or the
+operation failed inside it (the message says which). A value of the wrong type (argv
+entry, path, data) raises `TypeError` before anything is sent.
 """
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ def dpo_loss(
       (TRL's length-normalized form, which the IPO authors endorse); without them the
       summed form of the paper.
     `ref_chosen = ref_rejected = None` is reference-free (the reference logprobs are 0).
-    `positive_lambda` λ > 0 (sigmoid and robust) is DPO-Positive (DPOP, Pal et al. 2024,
+    `positive_lambda` λ > 0 (sigmoid and robust, ε = 0) is DPO-Positive (DPOP, Pal et al. 2024,
     Eq. 3): βΔ becomes β·(Δ − λ·max(0, ref_c − π_c)), a penalty once the chosen answer
     is less likely than under the reference — which plain DPO allows, and which pairs
     that differ in a token or two (a digit of an answer) drive it to.
@@ -120,8 +120,12 @@ def dpo_loss(
         raise ValueError("give both ref_chosen and ref_rejected, or neither (reference-free)")
     if positive_lambda < 0:
         raise ValueError(f"positive_lambda must be >= 0, got {positive_lambda}")
-    if positive_lambda > 0 and (ref_chosen is None or loss_type == "ipo"):
-        raise ValueError("positive_lambda (DPOP) needs a reference and the sigmoid or robust loss")
+    if positive_lambda > 0 and (ref_chosen is None or loss_type == "ipo" or label_smoothing > 0):
+        # (with ε > 0 the flipped term ε·log σ(−logits) would reward lowering the chosen answer)
+        raise ValueError(
+            "positive_lambda (DPOP) needs a reference, the sigmoid or robust loss and no "
+            "label_smoothing"
+        )
     chosen = policy_chosen if ref_chosen is None else policy_chosen - ref_chosen  # [B]
     rejected = policy_rejected if ref_rejected is None else policy_rejected - ref_rejected
     margin = beta * (chosen - rejected)  # [B]

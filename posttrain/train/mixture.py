@@ -205,17 +205,27 @@ class TaskSampler:
         floored at `floor`: cells the policy always or never solves teach GRPO nothing, and
         the floor keeps them drawn now and then so their pass rate stays current.
 
-        With `cost_aware`, that times mean(t) / t, t the cell's mean episode length in
-        tokens and mean(t) over the cells seen (a cell not seen yet counts as the mean):
-        signal per token sampled. A step's rollouts take as long as their longest
-        episode, so one long group in a batch of short ones sets the step's time."""
+        With `cost_aware`, that (the floor included) times mean(t) / t, t the cell's mean
+        episode length in tokens and mean(t) over the cells seen (a cell not seen yet
+        counts as the mean): signal per token sampled. A step's rollouts take as long as
+        their longest episode, so one long group in a batch of short ones sets the step's
+        time. The price: a long cell at the floor is drawn t / mean(t) times less often,
+        so its pass rate is refreshed as much less often."""
+        return self._weight(domain_id, difficulty, self._mean_tokens())
+
+    def _mean_tokens(self) -> float | None:
+        if not (self.adaptive and self.cost_aware and self.tokens):
+            return None
+        return math.fsum(self.tokens.values()) / len(self.tokens)  # (exact: any dict order)
+
+    def _weight(self, domain_id: str, difficulty: int, mean_tokens: float | None) -> float:
         if not self.adaptive:
             return 1.0
         p = self.pass_rates.get((domain_id, difficulty), 0.5)
         weight = max(self.floor, 4.0 * p * (1.0 - p))
-        if self.cost_aware and self.tokens:
-            mean = sum(self.tokens.values()) / len(self.tokens)
-            weight *= mean / max(self.tokens.get((domain_id, difficulty), mean), 1.0)
+        if mean_tokens is not None:
+            length = self.tokens.get((domain_id, difficulty), mean_tokens)
+            weight *= mean_tokens / max(length, 1.0)
         return weight
 
     def observe(
@@ -249,9 +259,10 @@ class TaskSampler:
         tasks: list[Task] = []
         levels = self.levels()
         cells = [(d, k) for d in range(len(self.domains)) for k in levels]
+        mean = self._mean_tokens()  # nothing below changes the weights: once per call
+        weights = [self.weights[d] * self._weight(self.domains[d].id, k, mean) for d, k in cells]
         skipped = 0
         while len(tasks) < count:
-            weights = [self.weights[d] * self.cell_weight(self.domains[d].id, k) for d, k in cells]
             d, difficulty = self.rng.choices(cells, weights=weights)[0]
             task = self.domains[d].generate(self.next_seed, difficulty)
             self.next_seed += 1

@@ -99,6 +99,24 @@ class RecipeResult:
     stages: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
+def grpo_sampler(
+    config: RunConfig, domains: list[Domain], mixture: list[float] | None, exclude: set[str]
+) -> TaskSampler:
+    """GRPO's task stream, with the curriculum settings of `config.grpo`."""
+    c = config.grpo
+    return TaskSampler(
+        domains,
+        "grpo",
+        c.difficulties,
+        weights=mixture,
+        exclude=exclude,
+        seed=config.seed,
+        adaptive=c.adaptive_difficulty,
+        floor=c.adaptive_floor,
+        cost_aware=c.adaptive_cost,
+    )
+
+
 class Pipeline:
     def __init__(
         self,
@@ -308,17 +326,7 @@ class Pipeline:
         resume = load_grpo_state(self.state_path) if self.resuming else None
         before = self.treatment_seconds()
         self.clock.run(before + (resume.elapsed_s if resume is not None else 0.0))
-        sampler = TaskSampler(
-            self.domains,
-            "grpo",
-            c.difficulties,
-            weights=self.mixture,
-            exclude=self.exclude,
-            seed=self.cfg.seed,
-            adaptive=c.adaptive_difficulty,
-            floor=c.adaptive_floor,
-            cost_aware=c.adaptive_cost,
-        )
+        sampler = grpo_sampler(self.cfg, self.domains, self.mixture, self.exclude)
         res = train_grpo(
             self.replica.trained,  # type: ignore[arg-type]
             self.tok,

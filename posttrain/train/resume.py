@@ -18,8 +18,8 @@ stage's checkpoint, and its metrics from the lost attempt are dropped
 What a state holds: the step, the stage's elapsed seconds (so `grpo.max_minutes`
 keeps counting), the rewards seen (for the stage summary), the model weights, the
 optimizer (AdamW moments and step counts), the KL reference's weights when there is
-one, the task sampler (its RNG, seed cursor, curriculum pass rates and length
-window: `TaskSampler.state_dict`), every RNG the step draws from (torch's global
+one, the task sampler (its RNG, seed cursor, curriculum pass rates and episode
+lengths, length window: `TaskSampler.state_dict`), every RNG the step draws from (torch's global
 generator, Python's `random`, the engine's sampling generator) and the trace store's
 high-water mark at the save. The directory is written with `store.atomic`: a crash
 mid-save leaves the previous state as it was. An SFT state is a sharded checkpoint

@@ -262,3 +262,16 @@ def test_a_fixed_seed_run_reproduces_its_first_five_losses(tiny_model: Any, toke
     logged = run_grpo(tiny_model, tokenizer, ["yes", "no", "no", "yes"], cfg)
     losses = [v["loss"] for v in logged]
     assert losses == pytest.approx(GOLDEN_LOSSES, rel=1e-4, abs=1e-6)
+
+
+def test_grpo_feeds_each_groups_episode_lengths_to_a_cost_aware_curriculum(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    domain = SayYes()
+    sampler = TaskSampler([domain], "grpo", difficulties=[1], adaptive=True, cost_aware=True)
+    texts = ["yes", "no thanks"]  # every group: one of each (group_size 2)
+    train_grpo(tiny_model, tokenizer, ScriptedSampler(tokenizer, texts), sampler,
+               lambda _: domain, GRPOConfig(steps=1, batch_size=4, group_size=2,
+               minibatch_size=4), max_tokens=8)  # fmt: skip
+    lengths = [len(tokenizer.encode(t, add_special_tokens=False)) + 1 for t in texts]  # + EOS
+    assert sampler.tokens == {(domain.id, 1): pytest.approx(sum(lengths) / 2)}

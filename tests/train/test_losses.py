@@ -291,6 +291,11 @@ def test_dpo_positive_at_lambda_zero_is_dpo() -> None:
         ({"label_smoothing": 0.5}, "label_smoothing"),
         ({"positive_lambda": -1.0}, "positive_lambda"),
         ({"positive_lambda": 5.0, "loss_type": "ipo"}, "positive_lambda"),
+        ({"positive_lambda": 5.0, "label_smoothing": 0.1}, "positive_lambda"),
+        (
+            {"positive_lambda": 5.0, "loss_type": "robust", "label_smoothing": 0.1},
+            "label_smoothing",
+        ),
     ],
 )
 def test_dpo_loss_rejects_bad_options(kwargs: dict, match: str) -> None:

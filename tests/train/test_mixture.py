@@ -6,8 +6,10 @@ import json
 
 import pytest
 
+from posttrain.config import load_config
 from posttrain.domains import STARTER_DOMAINS, get_domain
 from posttrain.train.mixture import TaskSampler, heldout_tasks, prompt_key
+from posttrain.train.pipeline import grpo_sampler
 
 DOMAINS = [get_domain(i) for i in STARTER_DOMAINS]
 
@@ -224,3 +226,12 @@ def test_a_cost_aware_sampler_resumes_with_its_episode_lengths() -> None:
     del old["tokens"]  # a state saved before lengths were kept
     b.load_state_dict(old)
     assert b.tokens == {}
+
+
+@pytest.mark.parametrize("cost", [True, False])
+def test_the_recipe_gives_grpo_its_curriculum_settings(cost: bool) -> None:
+    overrides = ["grpo.adaptive_floor=0.02", f"grpo.adaptive_cost={str(cost).lower()}", "seed=3"]
+    sampler = grpo_sampler(load_config(None, overrides), DOMAINS, None, set())
+    assert (sampler.adaptive, sampler.floor, sampler.cost_aware) == (True, 0.02, cost)
+    assert sampler.stream == "grpo"
+    assert sampler.next_seed == TaskSampler(DOMAINS, "grpo", seed=3).next_seed
