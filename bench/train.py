@@ -133,7 +133,9 @@ class FixedTasks:
         self.next += count
         return out
 
-    def observe(self, task: Task, rewards: Sequence[float]) -> None:
+    def observe(
+        self, task: Task, rewards: Sequence[float], tokens: Sequence[int] | None = None
+    ) -> None:
         pass
 
 
