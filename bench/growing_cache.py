@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
-import torch
+from engine_ab import ab_best_times, random_requests
 from model_args import model_and_args
-
-from posttrain.engines import GenerationRequest, HFEngine, SamplingParams
 
 SHAPES = {  # name: (prompts, prompt tokens, n, new tokens)
     "short": (16, 20, 8, 80),
@@ -31,24 +28,11 @@ SHAPES = {  # name: (prompts, prompt tokens, n, new tokens)
 
 def main() -> None:
     args, policy = model_and_args(argparse.ArgumentParser(description=__doc__))
-    vocab = len(policy.tokenizer)
     report: dict[str, object] = {"model": args.model, "threads": args.threads}
     for shape, (count, length, n, new) in SHAPES.items():
-        g = torch.Generator().manual_seed(0)
-        prompts = [torch.randint(3, vocab, (length,), generator=g).tolist() for _ in range(count)]
-        params = SamplingParams(max_tokens=new, temperature=1.0, n=n)
-        best: dict[str, float] = {}
-        for growing in (False, True, False, True):  # ABAB: drift hits both sides
-            engine = HFEngine(policy.model, policy.tokenizer, max_batch_rows=count * n,
-                              seed=0, prefix_cache=False, growing_cache=growing)  # fmt: skip
-            engine.stop_ids = [-1]  # no early stop: the same tokens on both sides
-            requests = [GenerationRequest(p, params) for p in prompts]
-            engine.generate(requests)  # warm-up
-            for _ in range(args.repeats):
-                start = time.perf_counter()
-                engine.generate(requests)
-                side = "growing" if growing else "dynamic"
-                best[side] = min(best.get(side, float("inf")), time.perf_counter() - start)
+        requests = random_requests(len(policy.tokenizer), count, length, n, new)
+        sides = {"dynamic": {"growing_cache": False}, "growing": {"growing_cache": True}}
+        best = ab_best_times(policy, sides, requests, args.repeats)
         ratio = best["dynamic"] / best["growing"]
         tokens = count * n * new
         print(f"{shape:<13} {count}x{n} rows, prompt {length}, {new} new ({tokens} tokens): "

@@ -1,7 +1,9 @@
 """Batched sampling with a KV cache on a transformers causal LM (the default engine).
 
 Prompts are left-padded into one batch and prefilled once; each prompt's cache is
-then repeated for its `n` samples, so samples share the prefill. Decoding runs token
+then repeated for its `n` samples, so samples share the prefill (from
+`SHARED_PREFIX_MIN_TOKENS` prompt tokens on, the samples read the prompt's K/V in
+place instead: `posttrain.engines.shared_prefix_attention`). Decoding runs token
 by token with per-row temperature, top-p, token budget and stop strings; finished
 rows are dropped from the batch once they are half of it or more. Returned logprobs
 are those of the sampled tokens under the temperature-scaled softmax, before any top-p
@@ -29,6 +31,7 @@ stop strings is the caller's business.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
@@ -37,6 +40,12 @@ from posttrain.engines.base import Completion, GenerationRequest, SamplingParams
 from posttrain.engines.growing_cache import GrowingCache
 from posttrain.engines.prefix_cache import PrefixCache, build_prefill, sample_episode
 from posttrain.engines.sampling import nucleus, sample_from
+from posttrain.engines.shared_prefix_attention import (
+    SHARED_PREFIX_MIN_TOKENS,
+    SharedPrefixCache,
+    shared_prefix_decoding,
+    supports_shared_prefix,
+)
 from posttrain.types import FinishReason
 
 # on_token(request_index, sample_index, token_id, logprob), called as each token is sampled.
@@ -55,11 +64,15 @@ class HFEngine:
         prefix_cache: bool = True,
         prefix_cache_tokens: int = 65_536,
         growing_cache: bool = True,
+        shared_prefix: bool = True,
     ) -> None:
         """`prefix_cache`: keep the KV cache of requests that name an `episode` for that
         episode's next turn; `prefix_cache_tokens`: the most tokens kept, over all episodes;
         `growing_cache`: decode into `GrowingCache` (in-place appends) rather than
-        transformers' `DynamicCache` (a `torch.cat` of the whole cache per step)."""
+        transformers' `DynamicCache` (a `torch.cat` of the whole cache per step);
+        `shared_prefix`: when a prompt of at least `SHARED_PREFIX_MIN_TOKENS` tokens has
+        several samples, its rows read its K/V once (`shared_prefix_attention`; only
+        for the models `supports_shared_prefix` accepts)."""
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_rows = max_batch_rows
@@ -71,6 +84,7 @@ class HFEngine:
         self.pad_id = getattr(tokenizer, "pad_token_id", None) or self.stop_ids[0]
         self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache else None
         self.cache_class = GrowingCache if growing_cache else DynamicCache
+        self.shared_prefix = shared_prefix and supports_shared_prefix(model)
 
     def update_weights(self, state_dict: dict[str, torch.Tensor]) -> None:
         self.model.load_state_dict(state_dict)
@@ -148,7 +162,15 @@ class HFEngine:
         owner = torch.tensor(
             [i for i, r in enumerate(requests) for _ in range(r.params.n)], device=device
         )
-        cache.batch_select_indices(owner)
+        shared = (
+            self.shared_prefix
+            and len(owner) > len(requests)
+            and mask.shape[-1] >= SHARED_PREFIX_MIN_TOKENS
+        )
+        if shared:  # the rows read their prompt's K/V where the prefill left it
+            cache = SharedPrefixCache(cache, owner, mask)
+        else:
+            cache.batch_select_indices(owner)
         logits, mask = logits[owner], mask[owner]  # [R, V], [R, L]
         next_pos = mask.sum(-1)  # [R]
         params = [requests[i].params for i in owner.tolist()]
@@ -220,9 +242,14 @@ class HFEngine:
                 cache.batch_select_indices(index)
                 feed, mask, pos, next_pos = feed[index], mask[index], pos[index], next_pos[index]
                 active = [active[s] for s in keep]
-            logits = self.model(
-                input_ids=feed, attention_mask=mask, position_ids=pos, cache=cache
-            ).logits[:, -1, :]
+            with (
+                shared_prefix_decoding(self.model, cache)
+                if isinstance(cache, SharedPrefixCache)
+                else nullcontext()
+            ):
+                logits = self.model(
+                    input_ids=feed, attention_mask=mask, position_ids=pos, cache=cache
+                ).logits[:, -1, :]
             next_pos = next_pos + 1
         keep_kv(active, mask, list(range(len(active))))
 

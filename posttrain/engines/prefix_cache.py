@@ -35,7 +35,7 @@ the parameters' identities and in-place version counters: a change made through
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -165,11 +165,8 @@ class PrefixCache:
         """Copy batch slot `slots[j]`'s first `len(ids[j])` real tokens of `cache` to
         CPU under `keys[j]` (None: not kept). `mask` [A, T] marks the real columns."""
         wanted = [j for j, key in enumerate(keys) if key is not None]
-        if not wanted or not all(type(layer) in _PLAIN_LAYERS for layer in cache.layers):
-            return
-        layers = [(getattr(la, "keys", None), getattr(la, "values", None)) for la in cache.layers]
-        tensors = [(k, v) for k, v in layers if isinstance(k, torch.Tensor) and v is not None]
-        if len(tensors) != len(layers):  # a layer never written (KV sharing): nothing to keep
+        row_kv = _row_kv(cache) if wanted else None
+        if row_kv is None:
             return
         if mask.shape[-1] != cache.get_seq_length():
             raise ValueError(
@@ -181,11 +178,28 @@ class PrefixCache:
             columns = mask[slot].nonzero().squeeze(-1)[:count]  # [count]
             if len(columns) != count:
                 raise ValueError(f"slot {slot} holds {len(columns)} real tokens, not {count}")
+            tensors = row_kv(slot)
             columns = columns.to(tensors[0][0].device)
             kv = [
-                (k[slot][:, columns].cpu(), v[slot][:, columns].cpu()) for k, v in tensors
+                (k[:, columns].cpu(), v[:, columns].cpu()) for k, v in tensors
             ]  # indexing copies: an entry never keeps the whole batch's tensors alive
             self.put(key, ids[j], kv)
+
+
+def _row_kv(cache: DynamicCache) -> Callable[[int], list[tuple[torch.Tensor, torch.Tensor]]] | None:
+    """A function from batch slot to that row's per-layer (keys, values) [H, T, D], or
+    None when `cache` cannot give them (a layer type of its own, a layer never written)."""
+    from posttrain.engines.shared_prefix_attention import SharedPrefixCache
+
+    if isinstance(cache, SharedPrefixCache):
+        return cache.row_kv
+    if not all(type(layer) in _PLAIN_LAYERS for layer in cache.layers):
+        return None
+    layers = [(getattr(la, "keys", None), getattr(la, "values", None)) for la in cache.layers]
+    tensors = [(k, v) for k, v in layers if isinstance(k, torch.Tensor) and v is not None]
+    if len(tensors) != len(layers):  # a layer never written (KV sharing): nothing to keep
+        return None
+    return lambda slot: [(k[slot], v[slot]) for k, v in tensors]
 
 
 @dataclass

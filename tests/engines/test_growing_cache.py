@@ -11,6 +11,7 @@ from transformers import DynamicCache
 from posttrain.engines import GenerationRequest, HFEngine, SamplingParams
 from posttrain.engines.growing_cache import GrowingCache, GrowingLayer
 from posttrain.engines.kv_cache import cache_bytes
+from tests.engines.scramble import scramble
 
 
 def kv(batch: int, tokens: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,11 +77,7 @@ def test_ddp_cache_data_fills_the_layers() -> None:
 def test_the_engine_samples_the_same_tokens_with_either_cache(
     tiny_model: Any, tokenizer: Any, n: int
 ) -> None:
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():  # large random weights: outputs depend on the whole context
-        for name, param in tiny_model.named_parameters():
-            if "norm" not in name:
-                param.copy_(torch.randn(param.shape, generator=generator) * 0.5)
+    scramble(tiny_model)
     prompts = [
         list(tokenizer.encode(t, add_special_tokens=False)) for t in ("12+345", "a", "xyz" * 30)
     ]

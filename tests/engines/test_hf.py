@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from posttrain.engines import Completion, GenerationRequest, HFEngine, SamplingParams
+from tests.engines.scramble import scramble
 
 GREEDY = SamplingParams(max_tokens=10, temperature=0.0)
 PROMPTS = ["a", "hello world, how are you", "12+345"]
@@ -30,11 +31,7 @@ def greedy_ids(engine: HFEngine, prompts: list[list[int]]) -> list[list[int]]:
 
 @pytest.fixture
 def scrambled_model(tiny_model: Any) -> Any:
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for name, param in tiny_model.named_parameters():
-            if "norm" not in name:
-                param.copy_(torch.randn(param.shape, generator=generator) * 0.5)
+    scramble(tiny_model)
     return tiny_model
 
 

@@ -15,6 +15,7 @@ import torch
 
 from posttrain.engines import Completion, GenerationRequest, HFEngine, SamplingParams
 from posttrain.engines.prefix_cache import PrefixCache, build_prefill, sample_episode
+from tests.engines.scramble import scramble
 
 GREEDY = SamplingParams(max_tokens=8, temperature=0.0)
 
@@ -25,11 +26,7 @@ def model(tokenizer: Any) -> Any:
 
     spec = TinyModelSpec(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64)
     model = build_tiny_model(tokenizer, seed=0, spec=spec)
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "norm" not in name:
-                param.copy_(torch.randn(param.shape, generator=generator) * 0.5)
+    scramble(model)
     return model
 
 
