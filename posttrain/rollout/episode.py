@@ -175,11 +175,15 @@ def run_episodes(
 
 
 def first_request(group: list[EpisodeState], params: SamplingParams) -> GenerationRequest:
-    """A group's first turn: one request, `params.n` samples sharing the prefill."""
+    """A group's first turn: one request, `params.n` samples sharing the prefill. Only
+    a multi-turn domain's group names its cache key: a single-turn episode has no next
+    turn to reuse a kept KV cache, so the engine keeps none (copying every row's K/V
+    to CPU for nothing)."""
     ep = group[0]
+    multi_turn = ep.domain is not None and ep.domain.max_turns > 1
     return GenerationRequest(
         ep.prompt_ids, params, key=ep.task.id, turn=0, messages=list(ep.messages),
-        episode=ep.group_key,
+        episode=ep.group_key if multi_turn else None,
     )  # fmt: skip
 
 

@@ -82,3 +82,19 @@ def test_later_turns_hit_the_prefix_cache_and_match_reencoding(
             assert a.completion_ids == b.completion_ids
             assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
     assert stats.held_tokens == 0  # the loop released every episode's cache
+
+
+def test_single_turn_episodes_keep_no_kv_cache(tiny_model: Any, tokenizer: Any) -> None:
+    """Nothing would reuse it: the engine is not asked to copy the rows' K/V."""
+    from posttrain.domains import get_domain
+
+    domain = get_domain("arith/addition-v1")
+    engine = HFEngine(copy.deepcopy(tiny_model), tokenizer)
+    assert engine.prefix_cache is not None
+    kept: list[str] = []
+    put = engine.prefix_cache.put
+    engine.prefix_cache.put = lambda key, ids, kv: (kept.append(key), put(key, ids, kv))[1]  # type: ignore[method-assign]
+    run_episodes([domain.generate(0, 3)], engine, tokenizer, PARAMS, get_domain)
+    assert kept == []
+    run_episodes([FourTurns().generate(0, 1)], engine, tokenizer, PARAMS, lambda _: FourTurns())
+    assert kept  # a multi-turn domain's rows are kept between turns
