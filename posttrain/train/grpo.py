@@ -177,10 +177,12 @@ def train_grpo(
         rewards_seen = list(resume.rewards_seen)
         first = resume.step + 1
     step = first - 1
+    paused = time.perf_counter()
     source = make_source(
         rollout, plain, engine, tokenizer, sampler, get_domain, params, max_context, over_long,
         prompts_per_step,
     )  # fmt: skip
+    start += time.perf_counter() - paused  # starting Ray workers is not training time
     try:
         for step in range(first, cfg.steps + 1):
             # One clock for all ranks (their mean): the stop and the ramp must agree.
@@ -360,12 +362,13 @@ def train_grpo(
                     )
                 )
                 start += time.perf_counter() - paused
+        seconds = time.perf_counter() - start
     finally:
-        source.close()
+        source.close()  # stopping workers is not training time either
     window = max(1, len(rewards_seen) // 5)
     return GRPOResult(
         steps=step,
-        seconds=time.perf_counter() - start,
+        seconds=seconds,
         mean_reward_first=sum(rewards_seen[:window]) / max(1, len(rewards_seen[:window])),
         mean_reward_last=sum(rewards_seen[-window:]) / max(1, len(rewards_seen[-window:])),
     )

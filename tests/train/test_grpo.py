@@ -275,3 +275,38 @@ def test_grpo_feeds_each_groups_episode_lengths_to_a_cost_aware_curriculum(
                minibatch_size=4), max_tokens=8)  # fmt: skip
     lengths = [len(tokenizer.encode(t, add_special_tokens=False)) + 1 for t in texts]  # + EOS
     assert sampler.tokens == {(domain.id, 1): pytest.approx(sum(lengths) / 2)}
+
+
+def test_starting_and_stopping_the_rollout_source_is_not_training_time(
+    tiny_model: Any, tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ray workers take seconds to start and stop: the stage's clock (its time cap, and
+    the seconds the control arm gets) leaves them out."""
+    import time
+
+    real = grpo_module.make_source
+
+    class SlowToStop:
+        def __init__(self, source: Any) -> None:
+            self.source = source
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.source, name)
+
+        def close(self) -> None:
+            time.sleep(1.0)
+            self.source.close()
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(1.0)
+        return SlowToStop(real(*args, **kwargs))
+
+    monkeypatch.setattr(grpo_module, "make_source", slow)
+    domain = SayYes()
+    began = time.perf_counter()
+    result = train_grpo(
+        tiny_model, tokenizer, ScriptedSampler(tokenizer, ["yes", "no"]),
+        TaskSampler([domain], "grpo"), lambda _: domain, SMALL, max_tokens=8,
+    )  # fmt: skip
+    assert time.perf_counter() - began > 2.0
+    assert result.steps == 2 and result.seconds < 1.0
