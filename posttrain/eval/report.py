@@ -137,6 +137,12 @@ def write_run_report(run_dir: str | Path | RunDir) -> Path:
     if not path.is_dir():
         raise ReportError(f"run directory {path} does not exist or is not a directory")
     run = RunDir(path)
+    marks = (run.config_path, run.metrics_path, run.checkpoints, run.evals_dir, run.traces_path)
+    if not any(p.exists() for p in marks):
+        raise ReportError(
+            f"{path} is not a posttrain run directory: it has none of config.yaml, "
+            "metrics.jsonl, checkpoints/, evals/ or traces.sqlite"
+        )
     r = _load(run)
     sections = []
     for build in (_overview_section, _checkpoints_section, _paired_section, _curves_section, _matrix_section,
@@ -222,7 +228,7 @@ def _load(run: RunDir) -> _Run:
 
 def _read_alerts(path: Path, notes: dict[str, str]) -> list[dict[str, Any]]:
     if not path.is_file():
-        notes["alerts"] = "alerts.jsonl is missing (the run wrote no alerts file)"
+        notes["alerts"] = "no alerts.jsonl: no alert fired (the file is written by the first)"
         return []
     alerts, bad = [], 0
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -279,9 +285,8 @@ def _overview_section(r: _Run) -> str:
     stages = []
     for stage in TRAINING_STAGES:
         rows = r.rows(stage)
-        seconds, how = _stage_seconds(run, stage, rows)
+        steps, seconds, how = _stage_steps_seconds(run, stage, rows)
         if rows or seconds is not None:
-            steps = max((int(row.get("step", 0)) for row in rows), default=0)
             stages.append((stage, steps, "" if seconds is None else seconds, how))
     for label, doc in r.evals.items():
         stages.append(
@@ -298,17 +303,24 @@ def _overview_section(r: _Run) -> str:
     return f"<h1>posttrain run {esc(run.name)}</h1>\n" + section("overview", "Overview", *parts)
 
 
-def _stage_seconds(run: RunDir, stage: str, rows: list[dict[str, Any]]) -> tuple[float | None, str]:
+def _stage_steps_seconds(
+    run: RunDir, stage: str, rows: list[dict[str, Any]]
+) -> tuple[int, float | None, str]:
+    """A stage's steps and seconds: from its checkpoint's trainer state, else from the
+    metrics it logged (the last logged step, which trails the last step taken when a
+    stage logs every k steps)."""
     state = run.checkpoint_path(stage) / "trainer_state.json"
     try:
-        seconds = json.loads(state.read_text(encoding="utf-8"))["stats"]["seconds"]
-        return float(seconds), f"checkpoints/{stage}/trainer_state.json"
+        saved = json.loads(state.read_text(encoding="utf-8"))
+        seconds = float(saved["stats"]["seconds"])
+        return int(saved["step"]), seconds, f"checkpoints/{stage}/trainer_state.json"
     except (OSError, ValueError, KeyError, TypeError):
         pass
+    steps = max((int(row.get("step", 0)) for row in rows), default=0)
     times = [row["time"] for row in rows if isinstance(row.get("time"), int | float)]
     if len(times) < 2:
-        return None, ""
-    return max(times) - min(times), "metrics.jsonl (first to last logged step)"
+        return steps, None, ""
+    return steps, max(times) - min(times), "metrics.jsonl (first to last logged step)"
 
 
 def _checkpoints_section(r: _Run) -> str:

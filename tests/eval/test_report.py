@@ -214,7 +214,7 @@ def test_run_with_only_metrics_writes_a_report_saying_what_is_missing(tmp_path: 
     html = _report(_metrics_only_run(tmp_path))
     assert "No held-out evaluation results (evals/*.json)" in html
     assert "traces.sqlite is missing" in html
-    assert "No alerts." in html and "alerts.jsonl is missing" in html
+    assert "No alerts." in html and "no alert fired" in html
     assert "curve-reward" in _series(html)
 
 
@@ -245,6 +245,27 @@ def test_strings_from_the_run_are_escaped(tmp_path: Path) -> None:
 def test_missing_run_directory_is_a_report_error(tmp_path: Path) -> None:
     with pytest.raises(ReportError, match="does not exist"):
         write_run_report(tmp_path / "nope")
+
+
+def test_a_directory_that_is_no_run_is_a_report_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello", encoding="utf-8")
+    with pytest.raises(ReportError, match="not a posttrain run directory"):
+        write_run_report(tmp_path)
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_overview_counts_the_steps_taken_not_the_last_logged(tmp_path: Path) -> None:
+    """A stage logging every 10 steps that stopped at step 17 ran 17 steps."""
+    run = _metrics_only_run(tmp_path)
+    state = run.checkpoint_path("control")
+    state.mkdir(parents=True)
+    (state / "trainer_state.json").write_text(
+        json.dumps({"stage": "control", "step": 17, "stats": {"seconds": 2.5}}), encoding="utf-8"
+    )
+    with MetricsLogger(run, tensorboard=False) as metrics:
+        metrics.log("control", 10, {"loss": 1.0})
+    html = _report(run)
+    assert '<td>control</td><td class="num">17</td>' in html
 
 
 def test_eval_report_shows_per_domain_rates_with_intervals_and_pass_at_k(tmp_path: Path) -> None:
