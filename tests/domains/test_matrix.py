@@ -163,7 +163,7 @@ def test_no_domains_occupy_no_cells() -> None:
 
 
 def test_the_registry_meets_the_counting_rules() -> None:
-    """DESIGN.md: ≥ 200 counted domains, ≥ 80 our own, no family over 10% except rg/,
+    """The design's counting rules: ≥ 200 counted domains, ≥ 80 our own, no family over 10% except rg/,
     ≥ 40 occupied cells."""
     from collections import Counter
 
