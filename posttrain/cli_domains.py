@@ -56,6 +56,9 @@ def domains_list(
         return
     if not domains:
         families = sorted({family_of(d.id) for d in all_domains()})
+        if family is not None and family not in families:
+            fail(f"unknown family {family!r}; families: {', '.join(families)}")
+            return
         err_console.print(f"no domains match (families: {', '.join(families)})", highlight=False)
     if as_json:
         rows = [

@@ -267,10 +267,15 @@ def load_config(recipe: str | Path | None = None, overrides: list[str] | None = 
     data: dict[str, Any] = {}
     if recipe is not None:
         path = Path(recipe)
+        if path.is_dir():
+            raise ConfigError(f"recipe file {str(path)!r} is a directory, not a recipe file")
         if not path.is_file():
-            raise ConfigError(f"recipe file {str(path)!r} does not exist")
+            looks_like_key = path.suffix not in (".yaml", ".yml") and "/" not in str(recipe)
+            hint = " (an override is written key.path=value)" if looks_like_key else ""
+            raise ConfigError(f"recipe file {str(path)!r} does not exist{hint}")
         try:
-            loaded = yaml.safe_load(path.read_text())
+            with path.open(encoding="utf-8") as f:  # a parse error then names the file
+                loaded = yaml.safe_load(f)
         except yaml.YAMLError as exc:
             raise ConfigError(f"recipe file {str(path)!r} is not valid YAML: {exc}") from exc
         if loaded is not None and not isinstance(loaded, dict):

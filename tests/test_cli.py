@@ -109,8 +109,15 @@ def test_domains_list_a_bad_axis_exits_2_naming_it() -> None:
     assert "modality, tools, rounds, verification" in result.stderr
 
 
-def test_domains_list_an_unknown_family_says_no_domains_match() -> None:
+def test_domains_list_an_unknown_family_exits_2_listing_the_families() -> None:
     result = CliRunner().invoke(app, ["domains", "list", "--family", "nope", "--json"])
+    assert result.exit_code == 2, result.output
+    assert "unknown family 'nope'; families: " in result.stderr and "arith" in result.stderr
+
+
+def test_domains_list_filters_that_match_nothing_say_so() -> None:
+    args = ["--family", "arith", "--axis", "modality=geometry", "--json"]
+    result = CliRunner().invoke(app, ["domains", "list", *args])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == []
     assert "no domains match" in result.stderr

@@ -124,6 +124,17 @@ def test_a_missing_recipe_file_is_named(tmp_path: Path) -> None:
         load_config(missing)
 
 
+def test_a_directory_as_recipe_is_named_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="is a directory, not a recipe file"):
+        load_config(tmp_path)
+
+
+def test_an_override_given_as_a_recipe_gets_a_hint() -> None:
+    """`posttrain run grpo.steps 50`: the first word is taken for the recipe file."""
+    with pytest.raises(ConfigError, match=r"'grpo\.steps' does not exist \(an override is"):
+        load_config("grpo.steps")
+
+
 def test_a_recipe_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
     recipe = write_recipe(tmp_path, "- grpo\n- sft\n")
     with pytest.raises(ConfigError, match="must hold a mapping"):
@@ -132,8 +143,9 @@ def test_a_recipe_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
 
 def test_a_recipe_that_is_not_yaml_is_refused(tmp_path: Path) -> None:
     recipe = write_recipe(tmp_path, "grpo: [steps: 1\n")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(ConfigError, match="not valid YAML") as error:
         load_config(recipe)
+    assert f'in "{recipe}"' in str(error.value)  # the parser's mark names the file
 
 
 def test_an_override_without_equals_sign_is_refused() -> None:

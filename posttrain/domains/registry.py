@@ -73,11 +73,19 @@ class DomainRegistry:
         if isinstance(domain_id, str) and "@" in domain_id:
             return self._span_variant(domain_id)
         close = difflib.get_close_matches(str(domain_id), list(self._domains), n=3)
-        hint = (
-            f"did you mean {', '.join(repr(c) for c in close)}?"
-            if close
-            else f"{len(self._domains)} domains are registered; see domain_ids()."
-        )
+        family = [d for d in self._domains if d.startswith(f"{domain_id}/")]
+        if family:
+            hint = (
+                f"{domain_id!r} is a family of {len(family)} domains; name domain ids such "
+                f"as {family[0]!r} (`posttrain domains list --family {domain_id}`)."
+            )
+        elif close:
+            hint = f"did you mean {', '.join(repr(c) for c in close)}?"
+        else:
+            hint = (
+                f"{len(self._domains)} domains are registered; "
+                "see `posttrain domains list` (or domain_ids())."
+            )
         raise KeyError(f"unknown domain id {domain_id!r}; {hint}")
 
     def _span_variant(self, domain_id: str) -> Domain:

@@ -139,10 +139,13 @@ def load_engine(spec: EvalSpec) -> tuple[Engine, Any, str]:
                               timeout_s=spec.timeout_s, concurrency=spec.concurrency)  # fmt: skip
         return remote, tokenizer, spec.model
     path = Path(spec.model)
-    if path.is_dir() and (path / "config.yaml").is_file():
-        from posttrain.serve import resolve_checkpoint
+    if path.is_dir() and ((path / "config.yaml").is_file() or (path / "checkpoints").is_dir()):
+        from posttrain.serve import CheckpointNotFoundError, resolve_checkpoint
 
-        checkpoint = resolve_checkpoint(path)
+        try:
+            checkpoint = resolve_checkpoint(path)
+        except CheckpointNotFoundError as exc:
+            raise EvalSpecError(str(exc)) from None
         policy = load_model_dir(checkpoint)
         described = str(checkpoint)
     else:

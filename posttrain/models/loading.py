@@ -58,8 +58,9 @@ def check_model_name(name: str) -> None:
         return
     path = Path(name).expanduser()
     if not path.is_dir():
+        what = "is a file, not a directory" if path.exists() else "is no directory here"
         raise ModelNotFoundError(
-            f"unknown model {name!r}: expected one of {list(BUILTIN_MODELS)} "
+            f"unknown model {name!r}: it {what}; expected one of {list(BUILTIN_MODELS)} "
             "or a local Hugging Face model directory"
         )
     if not (path / "config.json").is_file():

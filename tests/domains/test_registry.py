@@ -83,8 +83,16 @@ def test_unknown_id_raises_key_error_naming_it_and_the_closest_ids() -> None:
 
 
 def test_unknown_id_without_close_matches_says_how_to_list_ids() -> None:
-    with pytest.raises(KeyError, match="domain_ids"):
+    with pytest.raises(KeyError, match="posttrain domains list"):
         DomainRegistry().get("nothing/like-it-v1")
+
+
+def test_a_family_given_for_a_domain_id_names_one_of_its_domains() -> None:
+    registry = DomainRegistry()
+    for name in ("fake/addition-v1", "fake/addition-v2", "other/zebra-v1"):
+        registry.register(FakeDomain(name))
+    with pytest.raises(KeyError, match=r"'fake' is a family of 2 domains; .*'fake/addition-v1'"):
+        registry.get("fake")
 
 
 def test_ids_are_sorted_and_all_follows_id_order() -> None:

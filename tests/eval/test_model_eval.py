@@ -109,3 +109,13 @@ def test_a_malformed_results_file_exits_2(tmp_path: Path) -> None:
     bad.write_text("[1, 2]")
     res = runner.invoke(app, ["compare", str(bad), str(bad)])
     assert res.exit_code == 2 and "not a posttrain results file" in res.output
+
+
+def test_a_run_directory_without_a_checkpoint_is_named_so(tmp_path: Path) -> None:
+    from posttrain.store.run_dir import RunDir
+
+    run = RunDir.create(tmp_path, "crashed")  # checkpoints/ made, none finished
+    with pytest.raises(EvalSpecError, match="has no complete checkpoint"):
+        run_eval(EvalSpec(str(run.path), ["arith/addition-v1"], n=1))
+    with pytest.raises(EvalSpecError, match="it is no directory here"):
+        run_eval(EvalSpec(str(tmp_path / "nope"), ["arith/addition-v1"], n=1))

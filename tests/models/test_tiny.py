@@ -51,6 +51,8 @@ def test_unknown_model_name_is_refused_with_the_known_names() -> None:
 
     with pytest.raises(ModelNotFoundError, match="tiny"):
         check_model_name("no-such-model")
+    with pytest.raises(ModelNotFoundError, match="'runs/nope': it is no directory here"):
+        check_model_name("runs/nope")
 
 
 def test_directory_without_config_is_refused(tmp_path: Any) -> None:
