@@ -334,6 +334,17 @@ def _explain(exc: ValidationError) -> str:
             parent = _section(err["loc"][:-1])
             known = list(parent.model_fields) if parent is not None else []
             lines.append(f"unknown key {loc!r}{_nearest(str(err['loc'][-1]), known)}")
+        elif err["type"] == "list_type" and loc:
+            lines.append(
+                f"{loc}: expected a list, got {err.get('input')!r}; write '{loc}=[a,b]' "
+                "(quoted in a shell)"
+            )
+        elif err["type"] == "model_type" and (section := _section(err["loc"])) is not None:
+            first = next(iter(section.model_fields))
+            lines.append(
+                f"{loc} is a section of settings, not a value (got {err.get('input')!r}); "
+                f"set its fields, e.g. {loc}.{first}=..."
+            )
         elif loc and not (err["type"] == "value_error" and _section(err["loc"])):
             lines.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
         else:

@@ -251,3 +251,16 @@ def test_a_grpo_temperature_the_engines_would_sample_greedily_is_refused() -> No
     ):
         load_config(None, ["grpo.temperature=1e-6"])
     assert load_config(None, ["grpo.temperature=1e-5"]).grpo.temperature == 1e-5
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("domains=arith/addition-v1", r"domains: expected a list, .* write 'domains=\[a,b\]'"),
+        ("grpo=5", r"grpo is a section of settings, not a value \(got 5\); .* grpo\.enabled="),
+        ("model=tiny", r"model is a section .* e\.g\. model\.name=\.\.\."),
+    ],
+)
+def test_shape_errors_say_how_to_write_the_setting(override: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
