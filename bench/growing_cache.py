@@ -3,7 +3,8 @@
     python bench/growing_cache.py [--model tiny] [--threads 1] [--repeats 3]
 
 The same engine, model, prompts, n, token budget and threads on both sides; only the
-KV cache class differs (`HFEngine(growing_cache=...)`). Eos never stops a row, so both
+KV cache class differs (`HFEngine(growing_cache=...)`; both copy a prompt's K/V to its
+samples, `shared_prefix=False`, the path a `DynamicCache` takes). Eos never stops a row, so both
 sides decode exactly `prompts × n × new` tokens. Three shapes: short prompts (the
 GRPO benchmark's: 16 prompts × 8 samples × 80 tokens), long prompts (2 × 64 samples
 of 300-token prompts, 200 tokens each) and one long row (a 400-token prompt, 400
@@ -31,7 +32,10 @@ def main() -> None:
     report: dict[str, object] = {"model": args.model, "threads": args.threads}
     for shape, (count, length, n, new) in SHAPES.items():
         requests = random_requests(len(policy.tokenizer), count, length, n, new)
-        sides = {"dynamic": {"growing_cache": False}, "growing": {"growing_cache": True}}
+        sides = {  # per-row copies of the prompt on both sides: the path both caches take
+            "dynamic": {"growing_cache": False, "shared_prefix": False},
+            "growing": {"growing_cache": True, "shared_prefix": False},
+        }
         best = ab_best_times(policy, sides, requests, args.repeats)
         ratio = best["dynamic"] / best["growing"]
         tokens = count * n * new

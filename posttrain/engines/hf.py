@@ -1,8 +1,8 @@
 """Batched sampling with a KV cache on a transformers causal LM (the default engine).
 
 Prompts are left-padded into one batch and prefilled once; each prompt's cache is
-then repeated for its `n` samples, so samples share the prefill (from
-`SHARED_PREFIX_MIN_TOKENS` prompt tokens on, the samples read the prompt's K/V in
+then repeated for its `n` samples, so samples share the prefill (from a padded prompt
+width of `SHARED_PREFIX_MIN_TOKENS` tokens on, the samples read the prompt's K/V in
 place instead: `posttrain.engines.shared_prefix_attention`). Decoding runs token
 by token with per-row temperature, top-p, token budget and stop strings; finished
 rows are dropped from the batch once they are half of it or more. Returned logprobs
@@ -70,9 +70,10 @@ class HFEngine:
         episode's next turn; `prefix_cache_tokens`: the most tokens kept, over all episodes;
         `growing_cache`: decode into `GrowingCache` (in-place appends) rather than
         transformers' `DynamicCache` (a `torch.cat` of the whole cache per step);
-        `shared_prefix`: when a prompt of at least `SHARED_PREFIX_MIN_TOKENS` tokens has
-        several samples, its rows read its K/V once (`shared_prefix_attention`; only
-        for the models `supports_shared_prefix` accepts)."""
+        `shared_prefix`: when a batch's prompts are padded to at least
+        `SHARED_PREFIX_MIN_TOKENS` tokens and some have several samples, the rows read
+        their prompt's K/V in place (`shared_prefix_attention`; only with `growing_cache`
+        and for the models `supports_shared_prefix` accepts)."""
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_rows = max_batch_rows
@@ -84,7 +85,8 @@ class HFEngine:
         self.pad_id = getattr(tokenizer, "pad_token_id", None) or self.stop_ids[0]
         self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache else None
         self.cache_class = GrowingCache if growing_cache else DynamicCache
-        self.shared_prefix = shared_prefix and supports_shared_prefix(model)
+        # The shared path appends the rows' own tokens in place (a GrowingCache).
+        self.shared_prefix = shared_prefix and growing_cache and supports_shared_prefix(model)
 
     def update_weights(self, state_dict: dict[str, torch.Tensor]) -> None:
         self.model.load_state_dict(state_dict)
@@ -157,11 +159,13 @@ class HFEngine:
             cache=cache,
             logits_to_keep=1,
         ).logits[:, -1, :]  # [P, V]
+        del prefill  # its cache is `cache` now: nothing else may keep the buffers alive
 
         # One row per sample: repeat each prompt's cache n times (shared prefill).
         owner = torch.tensor(
             [i for i, r in enumerate(requests) for _ in range(r.params.n)], device=device
         )
+        # Decided per chunk: its padded prompt width and whether any prompt has samples.
         shared = (
             self.shared_prefix
             and len(owner) > len(requests)

@@ -43,6 +43,7 @@ from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
 from posttrain.engines.growing_cache import GrowingCache, GrowingLayer
+from posttrain.engines.shared_prefix_attention import SharedPrefixCache
 
 KV = list[tuple[torch.Tensor, torch.Tensor]]  # per layer (keys, values), each [H, T, D]
 # Layers whose `keys` / `values` are the plain K/V (not quantized, not a sliding window).
@@ -189,8 +190,6 @@ class PrefixCache:
 def _row_kv(cache: DynamicCache) -> Callable[[int], list[tuple[torch.Tensor, torch.Tensor]]] | None:
     """A function from batch slot to that row's per-layer (keys, values) [H, T, D], or
     None when `cache` cannot give them (a layer type of its own, a layer never written)."""
-    from posttrain.engines.shared_prefix_attention import SharedPrefixCache
-
     if isinstance(cache, SharedPrefixCache):
         return cache.row_kv
     if not all(type(layer) in _PLAIN_LAYERS for layer in cache.layers):

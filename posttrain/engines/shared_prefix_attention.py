@@ -25,9 +25,13 @@ attention is plain scaled dot-product over all positions (Llama, Qwen2, Mistral 
 their kin without sliding windows or soft-capping).
 
 Not guaranteed: bit-identical results to SDPA (the sums are ordered differently; the
-difference is float rounding, ~1e-6 in the logits), or any speed-up for short prompts
-(the per-prompt matmuls cost a few small ops per layer; `HFEngine` uses this path only
-from `SHARED_PREFIX_MIN_TOKENS` prompt tokens).
+difference is float rounding, 1e-6 to 1e-5 in fp32 logits), any speed-up for short
+prompts (the per-prompt matmuls cost a few small ops per layer; `HFEngine` uses this
+path only from `SHARED_PREFIX_MIN_TOKENS` prompt tokens), or other threads running the
+same model object during a `shared_prefix_decoding` block: the block switches the
+model's (shared) config, so they would be routed here too. `HFEngine` callers that run
+one model from several threads (the scheduler's engine thread, the server) serialize
+generation; concurrent samplers use their own model copies.
 """
 
 from __future__ import annotations
@@ -85,24 +89,32 @@ class SharedPrefixCache(GrowingCache):
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return self.prefix_len + super().get_seq_length(layer_idx)
 
-    def row_kv(self, slot: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Row `slot`'s keys and values per layer over its whole sequence, prompt columns
-        then its own: [H_kv, Lp + T, D] each (what a per-row cache would hold)."""
-        prompt = int(self.owner[slot])
+    def row_kv(self, row: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Batch row `row`'s keys and values per layer over its whole sequence, prompt
+        columns then its own: [H_kv, Lp + T, D] each (what a per-row cache would hold)."""
+        prompt = int(self.owner[row])
         out = []
         for i, (pk, pv) in enumerate(zip(self.prefix_keys, self.prefix_values, strict=True)):
             layer = self.layers[i] if i < len(self.layers) else None
             keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
             if keys is not None and values is not None:
-                own_k, own_v = keys[slot], values[slot]
+                own_k, own_v = keys[row], values[row]
                 out.append((torch.cat([pk[prompt], own_k], -2), torch.cat([pv[prompt], own_v], -2)))
             else:  # nothing decoded yet
                 out.append((pk[prompt], pv[prompt]))
         return out
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
+        """Keep the rows `indices`; prompts left without rows are dropped."""
         super().batch_select_indices(indices)
-        self._layout(self.owner[indices])
+        owner = self.owner[indices]
+        alive = torch.unique(owner)  # sorted
+        if len(alive) < self.prefix_bias.shape[0]:
+            self.prefix_keys = [k[alive] for k in self.prefix_keys]
+            self.prefix_values = [v[alive] for v in self.prefix_values]
+            self.prefix_bias = self.prefix_bias[alive]
+            owner = torch.searchsorted(alive, owner)
+        self._layout(owner)
 
 
 def supports_shared_prefix(model: PreTrainedModel) -> bool:

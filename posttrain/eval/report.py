@@ -25,14 +25,10 @@ Reading 100k+ GRPO rollouts takes seconds (one SQL query, rewards only).
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
-
-import yaml
 
 from posttrain.eval.report_plots import (
     cell_heatmap,
@@ -44,13 +40,12 @@ from posttrain.eval.report_plots import (
     reward_histograms,
     throughput_figure,
 )
-from posttrain.eval.results import FINAL_ORDER, ResultsFileError, load_results
+from posttrain.eval.report_run import RunFiles, load_run, stage_steps_seconds
+from posttrain.eval.results import FINAL_ORDER
 from posttrain.eval.stats import paired_compare, paired_difference_interval
 from posttrain.store.atomic import atomic_write_text
-from posttrain.store.metrics import read_metrics
 from posttrain.store.run_dir import RunDir
 
-CHECKPOINTS = ("untrained", "sft", "dpo", "grpo", "control")
 TRAINING_STAGES = ("sft", "dpo", "grpo", "control")
 COMPARISONS = (
     ("control", "grpo"),
@@ -115,22 +110,6 @@ class ReportError(ValueError):
     """The report cannot be written at all (no such run directory); says which."""
 
 
-@dataclass
-class _Run:
-    path: Path
-    notes: dict[str, str] = field(default_factory=dict)  # source -> why it is missing
-    config: dict[str, Any] = field(default_factory=dict)
-    metrics: list[dict[str, Any]] = field(default_factory=list)
-    evals: dict[str, dict[str, Any]] = field(default_factory=dict)  # label -> results doc
-    eval_errors: list[str] = field(default_factory=list)
-    alerts: list[dict[str, Any]] = field(default_factory=list)
-    rewards: list[tuple[int, float]] = field(default_factory=list)  # GRPO (step, reward)
-    failures: dict[str, tuple[int, int]] = field(default_factory=dict)  # GRPO failed, total
-
-    def rows(self, stage: str) -> list[dict[str, Any]]:
-        return [r for r in self.metrics if r.get("stage") == stage]
-
-
 def write_run_report(run_dir: str | Path | RunDir) -> Path:
     """Write `report.html` of the run at `run_dir`, atomically; returns its path."""
     path = Path(run_dir)
@@ -143,7 +122,7 @@ def write_run_report(run_dir: str | Path | RunDir) -> Path:
             f"{path} is not a posttrain run directory: it has none of config.yaml, "
             "metrics.jsonl, checkpoints/, evals/ or traces.sqlite"
         )
-    r = _load(run)
+    r = load_run(run)
     sections = []
     for build in (_overview_section, _checkpoints_section, _paired_section, _curves_section, _matrix_section,
                   _rewards_section, _throughput_section, _alerts_section, _traces_section):  # fmt: skip
@@ -192,88 +171,10 @@ def write_eval_report(results: dict[str, Any], path: Path, source: str = "result
     return path
 
 
-# ---- reading the run directory --------------------------------------------------------
-
-
-def _load(run: RunDir) -> _Run:
-    r = _Run(run.path)
-    if not run.config_path.is_file():
-        r.notes["config"] = "config.yaml is missing"
-    else:
-        try:
-            data = yaml.safe_load(run.config_path.read_text(encoding="utf-8"))
-            r.config = data if isinstance(data, dict) else {}
-        except (OSError, yaml.YAMLError) as exc:
-            r.notes["config"] = f"config.yaml cannot be read: {exc}"
-    if not run.metrics_path.is_file():
-        r.notes["metrics"] = "metrics.jsonl is missing"
-    else:
-        try:
-            r.metrics = [m for m in read_metrics(run.metrics_path) if isinstance(m, dict)]
-        except (OSError, ValueError) as exc:
-            r.notes["metrics"] = f"metrics.jsonl cannot be read: {exc}"
-        if not r.metrics and "metrics" not in r.notes:
-            r.notes["metrics"] = "metrics.jsonl is empty"
-    files = sorted(run.evals_dir.glob("*.json")) if run.evals_dir.is_dir() else []
-    rank = {label: i for i, label in enumerate(CHECKPOINTS)}
-    for file in sorted(files, key=lambda f: (rank.get(f.stem, len(rank)), f.stem)):
-        try:
-            r.evals[file.stem] = load_results(file)
-        except ResultsFileError as exc:
-            r.eval_errors.append(str(exc))
-    r.alerts = _read_alerts(run.alerts_path, r.notes)
-    _read_traces(run.traces_path, r)
-    return r
-
-
-def _read_alerts(path: Path, notes: dict[str, str]) -> list[dict[str, Any]]:
-    if not path.is_file():
-        notes["alerts"] = "no alerts.jsonl: no alert fired (the file is written by the first)"
-        return []
-    alerts, bad = [], 0
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if line.strip():
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError:
-                item = None
-            if isinstance(item, dict):
-                alerts.append(item)
-            else:
-                bad += 1
-    if bad:
-        notes["alerts"] = f"{bad} line(s) of alerts.jsonl are not JSON objects and were skipped"
-    return alerts
-
-
-def _read_traces(path: Path, r: _Run) -> None:
-    if not path.is_file():
-        r.notes["traces"] = "traces.sqlite is missing"
-        return
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            r.rewards = [
-                (int(step), float(reward))
-                for step, reward in conn.execute(
-                    "SELECT policy_version, reward FROM rollouts WHERE stage = 'grpo'"
-                )
-            ]
-            for domain, failed, total in conn.execute(
-                "SELECT domain, SUM(passed = 0), COUNT(*) FROM rollouts"
-                " WHERE stage = 'grpo' GROUP BY domain ORDER BY domain"
-            ):
-                r.failures[str(domain)] = (int(failed), int(total))
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        r.notes["traces"] = f"traces.sqlite cannot be read: {exc}"
-
-
 # ---- sections -----------------------------------------------------------------------
 
 
-def _overview_section(r: _Run) -> str:
+def _overview_section(r: RunFiles) -> str:
     run = RunDir(r.path)
     model = r.config.get("model")
     model = model.get("name") if isinstance(model, dict) else model
@@ -285,7 +186,7 @@ def _overview_section(r: _Run) -> str:
     stages = []
     for stage in TRAINING_STAGES:
         rows = r.rows(stage)
-        steps, seconds, how = _stage_steps_seconds(run, stage, rows)
+        steps, seconds, how = stage_steps_seconds(run, stage, rows)
         if rows or seconds is not None:
             stages.append((stage, steps, "" if seconds is None else seconds, how))
     for label, doc in r.evals.items():
@@ -303,27 +204,7 @@ def _overview_section(r: _Run) -> str:
     return f"<h1>posttrain run {esc(run.name)}</h1>\n" + section("overview", "Overview", *parts)
 
 
-def _stage_steps_seconds(
-    run: RunDir, stage: str, rows: list[dict[str, Any]]
-) -> tuple[int, float | None, str]:
-    """A stage's steps and seconds: from its checkpoint's trainer state, else from the
-    metrics it logged (the last logged step, which trails the last step taken when a
-    stage logs every k steps)."""
-    state = run.checkpoint_path(stage) / "trainer_state.json"
-    try:
-        saved = json.loads(state.read_text(encoding="utf-8"))
-        seconds = float(saved["stats"]["seconds"])
-        return int(saved["step"]), seconds, f"checkpoints/{stage}/trainer_state.json"
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    steps = max((int(row.get("step", 0)) for row in rows), default=0)
-    times = [row["time"] for row in rows if isinstance(row.get("time"), int | float)]
-    if len(times) < 2:
-        return steps, None, ""
-    return steps, max(times) - min(times), "metrics.jsonl (first to last logged step)"
-
-
-def _checkpoints_section(r: _Run) -> str:
+def _checkpoints_section(r: RunFiles) -> str:
     title = "Held-out completion per domain and checkpoint (greedy, Wilson 95%)"
     errors = [missing(e) for e in r.eval_errors]
     if not r.evals:
@@ -347,7 +228,7 @@ def _checkpoints_section(r: _Run) -> str:
     )
 
 
-def _paired_section(r: _Run) -> str:
+def _paired_section(r: RunFiles) -> str:
     title = "Paired comparisons (same tasks; exact McNemar)"
     rows: list[tuple[Any, ...]] = []
     for a, b in COMPARISONS:
@@ -380,7 +261,7 @@ def _paired_section(r: _Run) -> str:
     return section("paired", title, table(header, rows))
 
 
-def _curves_section(r: _Run) -> str:
+def _curves_section(r: RunFiles) -> str:
     title = "Learning curves"
     if "metrics" in r.notes:
         return section("curves", title, missing(r.notes["metrics"]))
@@ -391,7 +272,7 @@ def _curves_section(r: _Run) -> str:
     return section("curves", title, *parts, *learning_curves(stages))
 
 
-def _matrix_section(r: _Run) -> str:
+def _matrix_section(r: RunFiles) -> str:
     title = "Matrix coverage: pass rate per cell (final evaluation)"
     label = next((x for x in (*FINAL_ORDER, *r.evals) if x in r.evals), None)
     if label is None:
@@ -413,7 +294,7 @@ def _cell_parts(doc: dict[str, Any], source: str, label: str, figure_id: str) ->
     return [cell_heatmap(figure_id, doc, source, label), table(header, rows)]
 
 
-def _rewards_section(r: _Run) -> str:
+def _rewards_section(r: RunFiles) -> str:
     title = "GRPO reward distributions: early vs late steps"
     if "traces" in r.notes:
         return section("rewards", title, missing(r.notes["traces"]))
@@ -422,13 +303,13 @@ def _rewards_section(r: _Run) -> str:
     return section("rewards", title, reward_histograms(r.rewards))
 
 
-def _throughput_section(r: _Run) -> str:
+def _throughput_section(r: RunFiles) -> str:
     figure = throughput_figure(r.rows("grpo"))
     note = "No GRPO timings (rollout_s, update_s, tokens_per_s) in metrics.jsonl."
     return section("throughput", "Throughput (GRPO)", figure or missing(note))
 
 
-def _alerts_section(r: _Run) -> str:
+def _alerts_section(r: RunFiles) -> str:
     note = [missing(r.notes["alerts"])] if "alerts" in r.notes else []
     if not r.alerts:
         return section("alerts", "Alerts", '<p class="none">No alerts.</p>', *note)
@@ -437,7 +318,7 @@ def _alerts_section(r: _Run) -> str:
     return section("alerts", f"Alerts ({len(r.alerts)})", table(keys, rows), *note)
 
 
-def _traces_section(r: _Run) -> str:
+def _traces_section(r: RunFiles) -> str:
     final = next((x for x in FINAL_ORDER if x in r.evals), None)
     per_domain = r.evals[final]["per_domain"] if final else {}
     hint = (

@@ -84,7 +84,7 @@ def test_the_engine_samples_the_same_tokens_with_either_cache(
     params = SamplingParams(max_tokens=120, temperature=1.0, n=n)
     outs = []
     for growing in (True, False):
-        engine = HFEngine(tiny_model, tokenizer, seed=3, growing_cache=growing)
+        engine = HFEngine(tiny_model, tokenizer, seed=3, growing_cache=growing, shared_prefix=False)
         outs.append(engine.generate([GenerationRequest(p, params) for p in prompts]))
     for mine, theirs in zip(*outs, strict=True):
         for a, b in zip(mine, theirs, strict=True):

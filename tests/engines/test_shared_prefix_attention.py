@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, Qwen2Config
+from transformers import (
+    AutoModelForCausalLM,
+    GraniteConfig,
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    Olmo2Config,
+    Qwen2Config,
+    Qwen3Config,
+)
 
 from posttrain.engines import GenerationRequest, HFEngine, SamplingParams
 from posttrain.engines import shared_prefix_attention as spa
@@ -21,9 +32,10 @@ from posttrain.engines.shared_prefix_attention import (
 from tests.engines.scramble import scramble
 
 
-def model_with(tokenizer: Any, kv_heads: int) -> LlamaForCausalLM:
-    """A small Llama with large random weights (outputs depend on the whole context)."""
-    config = LlamaConfig(
+def model_with(tokenizer: Any, kv_heads: int, make_config: Any = LlamaConfig) -> Any:
+    """A small causal LM (a Llama unless `make_config` builds another architecture's
+    config) with large random weights: outputs depend on the whole context."""
+    config = make_config(
         vocab_size=len(tokenizer),
         hidden_size=32,
         intermediate_size=64,
@@ -35,7 +47,7 @@ def model_with(tokenizer: Any, kv_heads: int) -> LlamaForCausalLM:
         pad_token_id=tokenizer.pad_token_id,
     )
     torch.manual_seed(0)
-    model = LlamaForCausalLM(config).eval()
+    model = AutoModelForCausalLM.from_config(config).eval()
     scramble(model)
     return model
 
@@ -58,7 +70,9 @@ def generate(model: Any, tokenizer: Any, shared: bool, n: int) -> list[Any]:
 
 
 @pytest.mark.parametrize("kv_heads", [4, 2, 1])
-def test_samples_equal_those_of_per_row_caches(tokenizer: Any, kv_heads: int) -> None:
+def test_samples_equal_those_of_per_row_caches(
+    tokenizer: Any, kv_heads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = model_with(tokenizer, kv_heads)
     calls = []
     original = spa.shared_prefix_attention
@@ -67,11 +81,9 @@ def test_samples_equal_those_of_per_row_caches(tokenizer: Any, kv_heads: int) ->
         calls.append(1)
         return original(*args, **kwargs)
 
-    spa.ALL_ATTENTION_FUNCTIONS.register(spa.IMPLEMENTATION, counting)
-    try:
-        shared = generate(model, tokenizer, True, 5)
-    finally:
-        spa.ALL_ATTENTION_FUNCTIONS.register(spa.IMPLEMENTATION, original)
+    monkeypatch.setitem(spa.ALL_ATTENTION_FUNCTIONS._global_mapping, spa.IMPLEMENTATION, counting)
+    shared = generate(model, tokenizer, True, 5)
+    monkeypatch.undo()
     assert calls, "the shared-prefix path was not taken"
     plain = generate(model, tokenizer, False, 5)
     for mine, theirs in zip(shared, plain, strict=True):
@@ -82,34 +94,63 @@ def test_samples_equal_those_of_per_row_caches(tokenizer: Any, kv_heads: int) ->
     assert model.config._attn_implementation == "sdpa"  # restored after decoding
 
 
-def test_attention_matches_sdpa_over_the_concatenated_cache(tokenizer: Any) -> None:
-    """One decode step through the cascade against SDPA on per-row caches."""
-    model = model_with(tokenizer, 2)
+ARCHITECTURES = [
+    (LlamaConfig, {}),
+    (Qwen2Config, {}),
+    (Qwen3Config, {}),
+    (MistralConfig, {"sliding_window": None}),
+    (Olmo2Config, {}),
+    (GraniteConfig, {"attention_multiplier": 0.3}),  # a scaling other than 1/sqrt(d)
+]
+
+
+@pytest.mark.parametrize(
+    ("config_class", "extra"), ARCHITECTURES, ids=lambda x: getattr(x, "model_type", "")
+)
+def test_decode_steps_match_sdpa_over_per_row_caches_through_pruning(
+    tokenizer: Any, config_class: type, extra: dict[str, Any]
+) -> None:
+    """Three decode steps through the cascade against SDPA on per-row copies: all rows,
+    then rows of both prompts with gaps (slots renumbered), then one prompt's rows only
+    (the other prompt dropped)."""
+    model = model_with(tokenizer, 2, lambda **kw: config_class(**kw, **extra))
+    assert supports_shared_prefix(model)
     ids = torch.randint(0, 200, (2, 40), generator=torch.Generator().manual_seed(0))
     mask = torch.ones(2, 40, dtype=torch.long)
     mask[1, :7] = 0  # a left-padded shorter prompt
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     owner = torch.tensor([0, 0, 0, 1, 1])
+    feed = torch.randint(0, 200, (3, 5, 1), generator=torch.Generator().manual_seed(1))
     with torch.inference_mode():
         caches = []
         for _ in range(2):
             cache = GrowingCache()
             model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache)
             caches.append(cache)
-        shared = SharedPrefixCache(caches[0], owner, mask)
-        caches[1].batch_select_indices(owner)
-        feed = torch.randint(0, 200, (5, 1), generator=torch.Generator().manual_seed(1))
-        pos = mask.sum(-1)[owner][:, None]
-        rows_mask = torch.cat([mask[owner], torch.ones(5, 1, dtype=torch.long)], -1)
-        with shared_prefix_decoding(model, shared):
-            got = model(input_ids=feed, attention_mask=rows_mask, position_ids=pos, cache=shared)
-        want = model(input_ids=feed, attention_mask=rows_mask, position_ids=pos, cache=caches[1])
-    assert torch.allclose(got.logits, want.logits, rtol=1e-5, atol=1e-4)
-    assert shared.get_seq_length() == caches[1].get_seq_length() == 41
-    for slot in range(5):  # a row's whole K/V, as a per-row cache holds it
-        for (k, v), layer in zip(shared.row_kv(slot), caches[1].layers, strict=True):
-            assert torch.allclose(k, layer.keys[slot], rtol=1e-5, atol=1e-5)
-            assert torch.allclose(v, layer.values[slot], rtol=1e-5, atol=1e-5)
+        shared, plain = SharedPrefixCache(caches[0], owner, mask), caches[1]
+        plain.batch_select_indices(owner)
+        rows = torch.arange(5)
+        for step, keep in enumerate([None, torch.tensor([0, 2, 3]), torch.tensor([2])]):
+            if keep is not None:
+                shared.batch_select_indices(keep)
+                plain.batch_select_indices(keep)
+                rows = rows[keep]
+            pos = (mask.sum(-1)[owner[rows]] + step)[:, None]
+            columns = torch.ones(len(rows), step + 1, dtype=torch.long)
+            rows_mask = torch.cat([mask[owner[rows]], columns], -1)
+            tokens = feed[step, rows]
+            with shared_prefix_decoding(model, shared):
+                got = model(
+                    input_ids=tokens, attention_mask=rows_mask, position_ids=pos, cache=shared
+                )
+            want = model(input_ids=tokens, attention_mask=rows_mask, position_ids=pos, cache=plain)
+            assert torch.allclose(got.logits, want.logits, rtol=1e-5, atol=1e-4), step
+            assert shared.get_seq_length() == plain.get_seq_length() == 41 + step
+    assert shared.prefix_bias.shape[0] == 1  # prompt 0 has no rows left: dropped
+    for row in range(len(rows)):  # a row's whole K/V, as a per-row cache holds it
+        for (k, v), layer in zip(shared.row_kv(row), plain.layers, strict=True):
+            assert torch.allclose(k, layer.keys[row], rtol=1e-5, atol=1e-5)
+            assert torch.allclose(v, layer.values[row], rtol=1e-5, atol=1e-5)
 
 
 def test_pruned_rows_keep_their_prompt(tokenizer: Any) -> None:
@@ -119,12 +160,42 @@ def test_pruned_rows_keep_their_prompt(tokenizer: Any) -> None:
         torch.ones(3, 4, dtype=torch.long),
     )
     assert cache.width == 3 and cache.slot.tolist() == [0, 1, 0, 0, 1, 2]
-    cache.batch_select_indices(torch.tensor([1, 3, 5]))
-    assert cache.owner.tolist() == [0, 2, 2] and cache.slot.tolist() == [0, 0, 1]
-    assert cache.width == 2
+    cache.batch_select_indices(torch.tensor([1, 3, 5]))  # prompt 1 loses its only row
+    assert cache.owner.tolist() == [0, 1, 1] and cache.slot.tolist() == [0, 0, 1]
+    assert cache.width == 2 and cache.prefix_keys[0].shape[0] == 2
 
 
-def test_short_prompts_and_single_samples_take_the_plain_path(tokenizer: Any) -> None:
+def test_the_prefill_cache_is_freed_once_the_rows_read_in_place(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prompt's K/V lives once while decoding: the prefill's buffers (with their
+    spare room) are gone once `SharedPrefixCache` holds its compact copy."""
+    model = model_with(tokenizer, 4)
+    prefills: list[weakref.ref[Any]] = []
+    alive_at_decode: list[bool] = []
+    init = SharedPrefixCache.__init__
+
+    def recording(self: SharedPrefixCache, prefill: Any, *args: Any) -> None:
+        prefills.append(weakref.ref(prefill.layers[0]._key_buffer))
+        init(self, prefill, *args)
+
+    original = spa.shared_prefix_attention
+
+    def checking(*args: Any, **kwargs: Any) -> Any:
+        gc.collect()
+        alive_at_decode.append(prefills[-1]() is not None)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(SharedPrefixCache, "__init__", recording)
+    monkeypatch.setitem(spa.ALL_ATTENTION_FUNCTIONS._global_mapping, spa.IMPLEMENTATION, checking)
+    engine = HFEngine(model, tokenizer, seed=0, prefix_cache=False)
+    engine.generate([GenerationRequest(prompts(tokenizer)[0], SamplingParams(max_tokens=3, n=2))])
+    assert alive_at_decode and not any(alive_at_decode)
+
+
+def test_short_prompts_and_single_samples_take_the_plain_path(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = model_with(tokenizer, 4)
     engine = HFEngine(model, tokenizer, seed=0)
     seen: list[type] = []
@@ -136,15 +207,16 @@ def test_short_prompts_and_single_samples_take_the_plain_path(tokenizer: Any) ->
         seen.append(type(self))
         init(self, *args)
 
-    SharedPrefixCache.__init__ = recording  # type: ignore[method-assign]
-    try:
-        engine.generate([GenerationRequest(short[0], SamplingParams(max_tokens=4, n=4))])
-        engine.generate([GenerationRequest(long[0], SamplingParams(max_tokens=4, n=1))])
-        assert seen == []
-        engine.generate([GenerationRequest(long[0], SamplingParams(max_tokens=4, n=2))])
-        assert seen == [SharedPrefixCache]
-    finally:
-        SharedPrefixCache.__init__ = init  # type: ignore[method-assign]
+    monkeypatch.setattr(SharedPrefixCache, "__init__", recording)
+    engine.generate([GenerationRequest(short[0], SamplingParams(max_tokens=4, n=4))])
+    engine.generate([GenerationRequest(long[0], SamplingParams(max_tokens=4, n=1))])
+    assert seen == []
+    engine.generate([GenerationRequest(long[0], SamplingParams(max_tokens=4, n=2))])
+    assert seen == [SharedPrefixCache]
+    seen.clear()
+    plain_cache = HFEngine(model, tokenizer, seed=0, growing_cache=False)
+    plain_cache.generate([GenerationRequest(long[0], SamplingParams(max_tokens=4, n=2))])
+    assert seen == []  # the shared path appends in place: GrowingCache only
 
 
 def test_kept_caches_of_an_episode_match_the_plain_path(tokenizer: Any) -> None:
@@ -203,11 +275,16 @@ class _Stub:
 
 
 def test_the_attention_refuses_to_run_outside_decoding(tokenizer: Any) -> None:
-    model = model_with(tokenizer, 4)
-    attention = model.model.layers[0].self_attn
+    attention = model_with(tokenizer, 4).model.layers[0].self_attn
     q = torch.zeros(2, 4, 1, 8)
     with pytest.raises(RuntimeError, match="shared_prefix_decoding"):
         shared_prefix_attention(attention, q, q, q, None)
+
+
+def test_the_attention_refuses_more_than_one_query_token(tokenizer: Any) -> None:
+    model = model_with(tokenizer, 4)
+    attention = model.model.layers[0].self_attn
+    q = torch.zeros(2, 4, 1, 8)
     cache = SharedPrefixCache(
         GrowingCache(ddp_cache_data=[(torch.zeros(1, 4, 3, 8), torch.zeros(1, 4, 3, 8))] * 2),
         torch.tensor([0, 0]),
@@ -215,6 +292,9 @@ def test_the_attention_refuses_to_run_outside_decoding(tokenizer: Any) -> None:
     )
     with shared_prefix_decoding(model, cache), pytest.raises(ValueError, match="one token"):
         shared_prefix_attention(attention, torch.zeros(2, 4, 2, 8), q, q, None)
+
+
+def test_a_prefill_and_mask_of_different_lengths_are_refused() -> None:
     with pytest.raises(ValueError, match="prompt mask"):
         SharedPrefixCache(
             GrowingCache(ddp_cache_data=[(torch.zeros(1, 4, 3, 8), torch.zeros(1, 4, 3, 8))]),

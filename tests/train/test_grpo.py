@@ -308,5 +308,5 @@ def test_starting_and_stopping_the_rollout_source_is_not_training_time(
         tiny_model, tokenizer, ScriptedSampler(tokenizer, ["yes", "no"]),
         TaskSampler([domain], "grpo"), lambda _: domain, SMALL, max_tokens=8,
     )  # fmt: skip
-    assert time.perf_counter() - began > 2.0
-    assert result.steps == 2 and result.seconds < 1.0
+    wall = time.perf_counter() - began
+    assert result.steps == 2 and wall - result.seconds >= 1.9  # both seconds left out
