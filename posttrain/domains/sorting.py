@@ -1,8 +1,8 @@
 """`list/sort-v1`: sort a short list of integers in ascending order.
 
-The prompt is one user message, `"sort 42,7,7,90"`, holding `1 + (difficulty + 1) // 2`
+The prompt is one user message, `"sort 4,7,7,0"`, holding `1 + (difficulty + 1) // 2`
 (2..6) digits 0..9 (duplicates allowed); the answer is the sorted list,
-comma-joined without spaces (`"7,7,42,90"`).
+comma-joined without spaces (`"0,4,7,7"`).
 
 The verdict has two components: `format` (the final text is exactly a
 comma-separated integer list; spaces after commas are tolerated) and `correct`
