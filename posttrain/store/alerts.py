@@ -10,6 +10,11 @@ Kinds, each read from the step's metric of that name:
     length_jump        "completion_tokens" above `length_ratio` × the mean of the last
                        `window` steps (a sudden rise in length: a reward-hacking sign)
     reward_jump        "reward" above the mean of the last `window` steps by `reward_rise`
+
+When a step logs per-family figures (`by_family/{family}/tokens` and `.../reward`, as
+GRPO does), the two jump rules compare each family with its own last `window` steps
+that drew it instead: on a mixture, a step that happens to draw a family with long
+episodes (a tool domain's 60 tokens among additions' 5) is not a jump.
     verifier_errors    "verifier_error_rate" (verdicts whose verifier raised) above
                        `verifier_error_rate`
     sandbox_errors     "sandbox_error_rate" (episodes whose session or sandbox failed)
@@ -78,7 +83,7 @@ class AlertMonitor:
         self.t = thresholds or AlertThresholds()
         self.warn = warn
         self._history: dict[tuple[str, str], deque[float]] = {}
-        self._active: set[tuple[str, str]] = set()
+        self._active: set[tuple[str, str, str]] = set()
         self.raised: list[Alert] = []
 
     def observe(self, stage: str, step: int, values: dict[str, float]) -> list[Alert]:
@@ -86,7 +91,7 @@ class AlertMonitor:
         fired: list[Alert] = []
 
         def check(kind: str, metric: str, bad: bool, threshold: float, message: str) -> None:
-            key = (stage, kind)
+            key = (stage, kind, metric)
             if not bad:
                 self._active.discard(key)
                 return
@@ -119,8 +124,22 @@ class AlertMonitor:
                     threshold,
                     f"{what} at {v:.4g} (threshold {threshold})",
                 )
-        self._jump(stage, values, "length_jump", "completion_tokens", check)
-        self._jump(stage, values, "reward_jump", "reward", check)
+        families = sorted(
+            {
+                k.split("/")[1]
+                for k in values
+                if k.startswith("by_family/") and k.endswith("/tokens")
+            }
+        )
+        for prefix in [f"by_family/{f}/" for f in families] or [""]:
+            self._jump(
+                stage,
+                values,
+                "length_jump",
+                prefix + ("tokens" if prefix else "completion_tokens"),
+                check,
+            )
+            self._jump(stage, values, "reward_jump", prefix + "reward", check)
         for alert in fired:
             self._write(alert)
         self.raised += fired
@@ -133,18 +152,23 @@ class AlertMonitor:
             return
         v = float(v)
         past = self._history.setdefault((stage, metric), deque(maxlen=self.t.window))
+        family = metric.split("/")[1] if metric.startswith("by_family/") else None
+        whose = f"family {family}: " if family else ""
+        steps = (
+            f"its last {len(past)} steps drawing it" if family else f"the last {len(past)} steps"
+        )
         if len(past) == self.t.window:
             mean = sum(past) / len(past)
             if kind == "length_jump":
                 limit = self.t.length_ratio * mean
                 check(kind, metric, mean > 0 and v > limit, limit,
-                      f"completion length jumped to {v:.4g} tokens from a mean of {mean:.4g} "
-                      f"over the last {len(past)} steps")  # fmt: skip
+                      f"{whose}completion length jumped to {v:.4g} tokens from a mean of "
+                      f"{mean:.4g} over {steps}")  # fmt: skip
             else:
                 limit = mean + self.t.reward_rise
                 check(kind, metric, v > limit, limit,
-                      f"reward jumped to {v:.4g} from a mean of {mean:.4g} over the last "
-                      f"{len(past)} steps (a reward-hacking sign)")  # fmt: skip
+                      f"{whose}reward jumped to {v:.4g} from a mean of {mean:.4g} over "
+                      f"{steps} (a reward-hacking sign)")  # fmt: skip
         past.append(v)
 
     def _write(self, alert: Alert) -> None:

@@ -55,6 +55,28 @@ def test_jumps_wait_for_a_full_window_of_history(tmp_path: Path) -> None:
     assert monitor.observe("grpo", 2, {"completion_tokens": 50.0}) == []
 
 
+def step_of(families: dict[str, tuple[float, float]]) -> dict[str, float]:
+    """A mixture step's metrics: per family (tokens, reward), and their overall means."""
+    values = {f"by_family/{f}/{k}": v for f, pair in families.items()
+              for k, v in zip(("tokens", "reward"), pair, strict=True)}  # fmt: skip
+    values["completion_tokens"] = sum(t for t, _ in families.values()) / len(families)
+    values["reward"] = sum(r for _, r in families.values()) / len(families)
+    return values
+
+
+def test_on_a_mixture_each_family_is_compared_with_its_own_past(tmp_path: Path) -> None:
+    """Drawing a family with long episodes or high reward is no jump; a family whose
+    own length doubles is, and the alert names it."""
+    monitor = _monitor(tmp_path, [])
+    for step in range(1, 5):
+        assert monitor.observe("grpo", step, step_of({"arith": (5.0, 0.3)})) == []
+        assert monitor.observe("grpo", 10 + step, step_of({"tools": (60.0, 1.0)})) == []
+    assert monitor.observe("grpo", 20, step_of({"arith": (5.0, 0.3), "tools": (60.0, 1.0)})) == []
+    fired = monitor.observe("grpo", 21, step_of({"arith": (12.0, 0.3), "tools": (61.0, 1.0)}))
+    assert [(a.kind, a.metric) for a in fired] == [("length_jump", "by_family/arith/tokens")]
+    assert "family arith: completion length jumped to 12 tokens" in fired[0].message
+
+
 def test_missing_and_non_finite_metrics_are_not_checked(tmp_path: Path) -> None:
     monitor = _monitor(tmp_path, [])
     assert monitor.observe("grpo", 1, {"entropy": float("nan"), "reward": float("inf")}) == []
