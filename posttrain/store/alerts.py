@@ -10,11 +10,6 @@ Kinds, each read from the step's metric of that name:
     length_jump        "completion_tokens" above `length_ratio` × the mean of the last
                        `window` steps (a sudden rise in length: a reward-hacking sign)
     reward_jump        "reward" above the mean of the last `window` steps by `reward_rise`
-
-When a step logs per-family figures (`by_family/{family}/tokens` and `.../reward`, as
-GRPO does), the two jump rules compare each family with its own last `window` steps
-that drew it instead: on a mixture, a step that happens to draw a family with long
-episodes (a tool domain's 60 tokens among additions' 5) is not a jump.
     verifier_errors    "verifier_error_rate" (verdicts whose verifier raised) above
                        `verifier_error_rate`
     sandbox_errors     "sandbox_error_rate" (episodes whose session or sandbox failed)
@@ -22,13 +17,19 @@ episodes (a tool domain's 60 tokens among additions' 5) is not a jump.
     logprob_mismatch   "logprob_mismatch" (mean |train − rollout| token logprob) above
                        `logprob_mismatch`
 
+When a step logs per-family figures (`by_family/{family}/tokens` and `.../reward`, as
+GRPO does), the two jump rules compare each family with its own last `window` steps
+that drew it instead: on a mixture, a step that happens to draw a family with long
+episodes (a tool domain's 60 tokens among additions' 5) is not a jump.
+
 A line of `alerts.jsonl`: `{"time", "stage", "step", "kind", "metric", "value",
 "threshold", "message"}`. An alert fires when its condition starts and again only
 after the condition has cleared, so a collapsed run warns once, not every step.
 The jump rules wait for `window` steps of history.
 
 Not guaranteed: thresholds are heuristics, not proofs — a legitimately fast learner
-can trip `reward_jump`; a metric a trainer does not log is never checked. Lines are
+can trip `reward_jump`, and a family's reward moves with the difficulties a step
+happens to draw; a metric a trainer does not log is never checked. Lines are
 flushed, not fsynced; a `kill -9` mid-write can tear the last line, which `read_alerts`
 skips and the next alert written cuts off.
 """
