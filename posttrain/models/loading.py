@@ -58,7 +58,7 @@ def check_model_name(name: str) -> None:
         return
     path = Path(name).expanduser()
     if not path.is_dir():
-        what = "is a file, not a directory" if path.exists() else "is no directory here"
+        what = "is a file, not a directory" if path.exists() else "does not exist"
         raise ModelNotFoundError(
             f"unknown model {name!r}: it {what}; expected one of {list(BUILTIN_MODELS)} "
             "or a local Hugging Face model directory"

@@ -117,5 +117,5 @@ def test_a_run_directory_without_a_checkpoint_is_named_so(tmp_path: Path) -> Non
     run = RunDir.create(tmp_path, "crashed")  # checkpoints/ made, none finished
     with pytest.raises(EvalSpecError, match="has no complete checkpoint"):
         run_eval(EvalSpec(str(run.path), ["arith/addition-v1"], n=1))
-    with pytest.raises(EvalSpecError, match="it is no directory here"):
+    with pytest.raises(EvalSpecError, match="it does not exist"):
         run_eval(EvalSpec(str(tmp_path / "nope"), ["arith/addition-v1"], n=1))

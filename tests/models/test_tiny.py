@@ -51,7 +51,7 @@ def test_unknown_model_name_is_refused_with_the_known_names() -> None:
 
     with pytest.raises(ModelNotFoundError, match="tiny"):
         check_model_name("no-such-model")
-    with pytest.raises(ModelNotFoundError, match="'runs/nope': it is no directory here"):
+    with pytest.raises(ModelNotFoundError, match="'runs/nope': it does not exist"):
         check_model_name("runs/nope")
 
 
