@@ -49,7 +49,7 @@ import uvicorn
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -104,6 +104,18 @@ class ChatRequest(BaseModel):
     logprobs: bool = False
     top_logprobs: int | None = Field(None, ge=0)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data: Any) -> Any:
+        """OpenAI's API takes `null` for every optional field, meaning "unset": clients
+        send it for `n`, `stream` and `logprobs` too, which then take their defaults."""
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if not (v is None and k in _NULL_DEFAULTS)}
+        return data
+
+
+_NULL_DEFAULTS = ("n", "stream", "logprobs")
+
 
 class ApiError(Exception):
     """An error answered in OpenAI's JSON shape with HTTP `status`."""
@@ -152,7 +164,9 @@ def create_app(
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return ApiError(exc.status_code, str(exc.detail)).response()
+        response = ApiError(exc.status_code, str(exc.detail)).response()
+        response.headers.update(exc.headers or {})  # e.g. a 405's Allow
+        return response
 
     def check_key(request: Request) -> None:
         if api_key is None:

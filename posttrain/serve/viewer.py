@@ -142,9 +142,15 @@ def _int_param(name: str, value: str | None) -> int | None:
     if value is None:
         return None
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise FilterError(f"{name} must be an integer, got {value!r}") from None
+    if abs(number) > _SQLITE_INT_MAX:  # SQLite binds 64-bit integers only
+        raise FilterError(f"{name} is out of range, got {value!r}")
+    return number
+
+
+_SQLITE_INT_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -294,6 +300,8 @@ def create_viewer(run_dir: str | Path, page_size: int = PAGE_SIZE) -> FastAPI:
         page = _int_param("page", params.get("page", "").strip() or "1")
         if page is None or page < 1:
             raise FilterError(f"page must be 1 or more, got {page}")
+        if (page - 1) * page_size > _SQLITE_INT_MAX:
+            raise FilterError(f"page is out of range, got {page}")
         return RolloutFilter.from_query(params), page
 
     @app.exception_handler(FilterError)

@@ -159,6 +159,25 @@ def test_a_bad_body_is_a_400_naming_the_field(server: RunningServer) -> None:
     assert "messages.0.role" in response.json()["error"]["message"]
 
 
+def test_null_n_stream_and_logprobs_mean_unset(server: RunningServer) -> None:
+    """OpenAI's API takes null for every optional field; some clients send it."""
+    body = {"model": "tiny", "messages": USER, "max_tokens": 3, "temperature": 0}
+    plain = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=30).json()
+    nulls = {**body, "n": None, "stream": None, "logprobs": None}
+    response = httpx.post(f"{server.base_url}/chat/completions", json=nulls, timeout=30)
+    assert response.status_code == 200
+    answer = response.json()
+    assert len(answer["choices"]) == 1 and answer["choices"][0]["logprobs"] is None
+    assert answer["choices"][0]["message"] == plain["choices"][0]["message"]
+
+
+def test_a_wrong_method_is_a_405_with_allow(server: RunningServer) -> None:
+    response = httpx.get(f"{server.base_url}/chat/completions", timeout=30)
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+    assert response.json()["error"]["type"] == "invalid_request_error"
+
+
 def test_a_request_beyond_the_context_is_a_400(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError, match="context is 512 tokens"):
         client.chat.completions.create(model="tiny", messages=USER, max_tokens=600)

@@ -171,6 +171,19 @@ def test_bad_step_is_a_400_naming_the_parameter(client: TestClient) -> None:
     assert "step_min must be an integer" in response.text
 
 
+@pytest.mark.parametrize("query", ["step_min", "step_max", "page"])
+def test_an_integer_beyond_64_bits_is_a_400(client: TestClient, query: str) -> None:
+    response = client.get(f"/?{query}=99999999999999999999")
+    assert response.status_code == 400
+    assert f"{query} is out of range" in response.text
+
+
+def test_a_page_whose_offset_overflows_is_a_400(client: TestClient) -> None:
+    response = client.get(f"/?page={2**62}")  # × 100 rows a page: past 64 bits
+    assert response.status_code == 400
+    assert "page is out of range" in response.text
+
+
 def test_pagination_splits_the_list(run: RunDir) -> None:
     client = TestClient(create_viewer(run.path, page_size=2))
     assert shown(client) == ["custom", "xss"]
