@@ -27,13 +27,12 @@ from typing import Any, Literal
 
 from posttrain.context.bm25 import BM25Index, Hit
 from posttrain.context.chunking import Chunk, chunk_text
-from posttrain.context.tokens import TokenCounter, token_counter
+from posttrain.context.tokens import TokenCounter, count_batch, token_counter
 
 Retriever = Literal["bm25", "dense", "hybrid"]
 Order = Literal["edges", "relevance", "document"]
 
 SEPARATOR = "\n\n"
-_CANDIDATES = 200  # retrieval depth: more than any sane budget holds at 200 tokens a chunk
 
 
 @dataclass
@@ -122,14 +121,20 @@ def fit_to_budget(
     counter: TokenCounter,
     order: str = "edges",
     doc_ids: Sequence[str] | None = None,
+    costs: Mapping[str, int] | None = None,
 ) -> AssembledContext:
     """Take `hits` (best first) while they fit in `token_budget`, order (`doc_ids` as
-    for `order_chunks`), and join them."""
+    for `order_chunks`), and join them. `costs`, each chunk's block counted by id
+    (every chunk's), saves counting here and ends the scan once nothing can fit."""
     sep = counter.count(SEPARATOR)
+    least = min(costs.values()) if costs else 0
     chosen: list[Chunk] = []
     used = 0
     for hit in hits:
-        cost = counter.count(block(hit.chunk)) + (sep if chosen else 0)
+        if used + sep + least > token_budget and chosen:
+            break  # not even the smallest block fits any more
+        size = costs[hit.chunk.id] if costs else counter.count(block(hit.chunk))
+        cost = size + (sep if chosen else 0)
         if used + cost <= token_budget:
             chosen.append(hit.chunk)
             used += cost
@@ -164,14 +169,16 @@ def assemble(
     if not chunks:
         return AssembledContext("", [], 0, token_budget)
     counter = token_counter(tokenizer)
-    # the header's size hardly varies, so the few shortest chunks hold the minimum
-    shortest = sorted(chunks, key=lambda c: c.n_tokens)[:8]
-    smallest = min(counter.count(block(c)) for c in shortest)
+    # every block counted once (one batched call): headers differ with the doc ids
+    costs = dict(
+        zip([c.id for c in chunks], count_batch(counter, [block(c) for c in chunks]), strict=True)
+    )
+    smallest = min(costs.values())
     if token_budget < smallest:
         raise ValueError(
             f"token_budget={token_budget} is too small: the smallest chunk takes "
             f"{smallest} tokens with its header"
         )
     index = build_index(chunks, retriever)
-    hits = index.search(query, k=min(_CANDIDATES, len(chunks)))
-    return fit_to_budget(hits, token_budget, counter, order, doc_ids)
+    hits = index.search(query, k=len(chunks))  # every match: a large budget can take them all
+    return fit_to_budget(hits, token_budget, counter, order, doc_ids, costs)

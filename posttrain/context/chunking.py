@@ -138,6 +138,7 @@ def _blocks(text: str) -> list[_Block]:
     for (s, e), kind in zip(lines, kinds, strict=True):
         if kind == "blank":
             continue
+        s = _first_nonspace(text, s, e)  # an indent is not part of the block's text
         prev = blocks[-1] if blocks else None
         contiguous = prev is not None and text.count("\n", prev.end, s) == 1
         if prev is not None and contiguous and kind == prev.kind and kind != "heading":
@@ -304,7 +305,8 @@ def chunk_text(
                 cur_end = b
                 continue
             emit()
-            end_tok, first_tok = tokens.index(cur_end), tokens.index(cur_start)
+            prev_start = _first_nonspace(text, cur_start, cur_end)
+            end_tok, first_tok = tokens.index(cur_end), tokens.index(prev_start)
             ov_tok = max(end_tok - overlap_tokens, tokens.index(b) - max_tokens, first_tok + 1)
             cur_start = a
             while overlap_tokens and ov_tok < end_tok:
@@ -313,6 +315,8 @@ def chunk_text(
                 if excess <= 0:
                     break
                 ov_tok, cur_start = ov_tok + excess, a
+            if _first_nonspace(text, cur_start, b) <= prev_start:
+                cur_start = a  # the overlap would repeat the whole previous chunk
             cur_end = b
     emit()
     return _finish(text, doc_id, spans, tokens, tokenizer, max_tokens)
@@ -329,7 +333,7 @@ def _finish(
     """Strip, count exactly, and trim any chunk the seams made too long. A trimmed
     tail joins the next span of its section (which then starts where the trimmed
     chunk ends), or, at the end of a section, becomes a chunk of its own: no text
-    is lost to trimming."""
+    is lost to trimming. A span left inside the chunk before it is dropped."""
     pending = deque(s for s in (_strip(text, sp) for sp in spans) if s is not None)
     counter = token_counter(tokenizer)
     counts: deque[int | None] = deque(
@@ -352,9 +356,17 @@ def _finish(
             elif rest is not None:
                 pending.appendleft(rest)
                 counts.appendleft(None)
+        if chunks and chunks[-1].start <= a and b <= chunks[-1].end:
+            continue  # all overlap (a trim left only what the last chunk holds): no repeat
         i = len(chunks)
         chunks.append(Chunk(f"{doc_id}#{i}", doc_id, i, text[a:b], a, b, n, span.heading))
     return chunks
+
+
+def _first_nonspace(text: str, start: int, end: int) -> int:
+    """The first position in [start, end) that is not whitespace (`end` if none)."""
+    seg = text[start:end]
+    return start + (len(seg) - len(seg.lstrip()))
 
 
 def _strip(text: str, span: _Span) -> _Span | None:

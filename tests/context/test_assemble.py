@@ -89,3 +89,18 @@ def test_budget_below_the_smallest_chunk_names_both(smollm2: Any, document: str)
 def test_unknown_retriever_is_refused(document: str) -> None:
     with pytest.raises(ValueError, match="retriever"):
         assemble("river", document, 1000, retriever="magic")  # type: ignore[arg-type]
+
+
+def test_a_large_budget_takes_every_matching_chunk() -> None:
+    """No retrieval depth cap: 300 matching chunks all fit in a 32k budget."""
+    text = "\n\n".join(f"Log entry {i}: the generator was serviced at {i} psi." for i in range(300))
+    ctx = assemble("generator psi", text, token_budget=32000, max_chunk_tokens=20, overlap_tokens=0)
+    assert len(chunk_text(text, "doc", None, 20, 0)) == len(ctx.chunk_ids) == 300
+
+
+def test_a_short_id_chunk_that_fits_is_used_when_long_ids_do_not() -> None:
+    """The smallest block is found over every document, whose ids (headers) differ."""
+    long_id = "reports/2019/annual/generator_maintenance_log_final_v2.md"
+    docs = {long_id: "\n\n".join(["gen"] * 10), "faq": "pump"}
+    ctx = assemble("pump", docs, token_budget=10, max_chunk_tokens=1, overlap_tokens=0)
+    assert ctx.chunk_ids == ["faq#0"] and ctx.n_tokens <= 10

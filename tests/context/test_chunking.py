@@ -163,7 +163,8 @@ def _random_document(rng: random.Random) -> str:
             )
         else:
             words = " ".join(rng.choice(_FUZZ_WORDS) for _ in range(rng.randint(1, 25)))
-            parts.append(words + rng.choice([".", "!", ""]))
+            indent = rng.choice(["", "", "    ", "\t\t"])
+            parts.append(indent + words + rng.choice([".", "!", ""]))
     return "".join(p + rng.choice(["\n\n", "\n", "\n \n"]) for p in parts)
 
 
@@ -186,6 +187,17 @@ def any_tokenizer(request: pytest.FixtureRequest) -> Any:
     return request.getfixturevalue("tokenizer" if request.param == "bytes" else "smollm2")
 
 
+def test_an_indent_neither_splits_a_paragraph_nor_repeats_it(smollm2: Any) -> None:
+    text = "Pump A failed. The generator was serviced in spring by the night crew."
+    plain = chunk_text(text, "d", None, max_tokens=18, overlap_tokens=4)
+    indented = chunk_text("        " + text, "d", None, max_tokens=18, overlap_tokens=4)
+    assert [c.text for c in indented] == [c.text for c in plain] == [text]
+    for max_tokens, overlap in [(17, 5), (10, 6), (8, 6)]:
+        chunks = chunk_text("\t\t" + text, "d", smollm2, max_tokens, overlap)
+        starts = [c.start for c in chunks]
+        assert starts == sorted(set(starts)), (max_tokens, overlap, starts)
+
+
 def test_random_documents_lose_no_text_and_stay_in_bounds(any_tokenizer: Any) -> None:
     counter = token_counter(any_tokenizer)
     rng = random.Random(0)
@@ -196,6 +208,9 @@ def test_random_documents_lose_no_text_and_stay_in_bounds(any_tokenizer: Any) ->
         overlap = rng.choice([0, 1, max_tokens // 4, max_tokens // 2])
         chunks = chunk_text(text, "d", any_tokenizer, max_tokens, overlap)
         covered = bytearray(len(text))
+        for c, d in zip(chunks, chunks[1:], strict=False):
+            where = f"case {case} ({max_tokens=}, {overlap=}), {c.id} and {d.id} of {text!r}"
+            assert d.start > c.start and d.end > c.end, where  # never a repeat of the last
         for c in chunks:
             where = f"case {case} ({max_tokens=}, {overlap=}), chunk {c.id} of {text!r}"
             assert text[c.start : c.end] == c.text, where
