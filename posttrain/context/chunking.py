@@ -316,7 +316,7 @@ def chunk_text(
                     break
                 ov_tok, cur_start = ov_tok + excess, a
             if _first_nonspace(text, cur_start, b) <= prev_start:
-                cur_start = a  # the overlap would repeat the whole previous chunk
+                cur_start = a  # no step past the last start (tokens may start inside a character)
             cur_end = b
     emit()
     return _finish(text, doc_id, spans, tokens, tokenizer, max_tokens)
@@ -372,7 +372,7 @@ def _first_nonspace(text: str, start: int, end: int) -> int:
 def _strip(text: str, span: _Span) -> _Span | None:
     """`span` without its leading and trailing whitespace; None when nothing is left."""
     seg = text[span.start : span.end]
-    start = span.start + (len(seg) - len(seg.lstrip()))
+    start = _first_nonspace(text, span.start, span.end)
     end = span.end - (len(seg) - len(seg.rstrip()))
     return replace(span, start=start, end=end) if end > start else None
 
