@@ -149,7 +149,7 @@ class GRPOConfig(_Strict):
         description="GRPO's tasks are drawn at these difficulties (e.g. [8, 9, 10])",
     )
     refill_rounds: int = Field(
-        0,
+        2,
         ge=0,
         description="DAPO dynamic sampling: up to this many extra draws per step to replace "
         "groups whose rewards are all equal (0 = off)",

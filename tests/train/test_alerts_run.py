@@ -94,7 +94,8 @@ def test_a_run_driven_into_each_condition_records_every_alert(
         f"out_dir={tmp_path}", "name=drift", "domains=[test-alerts/drift-v1]",
         "sft.enabled=false", "dpo.enabled=false", "control.enabled=false",
         "grpo.steps=11", "grpo.batch_size=8", "grpo.group_size=4", "grpo.minibatch_size=8",
-        "grpo.temperature=0.02", "grpo.adaptive_difficulty=false", "max_new_tokens=24",
+        "grpo.temperature=0.02", "grpo.adaptive_difficulty=false", "grpo.refill_rounds=0",
+        "max_new_tokens=24",
         "eval.tasks_per_domain=4", "eval.every_steps=5", "eval.monitor_per_domain=2",
         "alerts.window=2", "model.threads=1",
     ])  # fmt: skip

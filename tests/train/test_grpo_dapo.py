@@ -34,7 +34,7 @@ def train(
     return run_grpo(model, tokenizer, TEXTS, cfg, domain=YesOnEvenSeeds(), engine=engine)
 
 
-CFG = GRPOConfig(steps=3, batch_size=16, group_size=4, minibatch_size=16, lr=1e-3)
+CFG = GRPOConfig(steps=3, batch_size=16, group_size=4, minibatch_size=16, lr=1e-3, refill_rounds=0)
 
 
 def test_refill_fills_the_batch_with_groups_that_have_reward_spread(
