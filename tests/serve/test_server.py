@@ -5,7 +5,9 @@ the `serve` command's refusals."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -350,6 +352,69 @@ def test_a_client_leaving_mid_stream_leaves_the_server_serving(policy: Any) -> N
         body["stream"] = False  # the lock was released: the next request is answered
         again = httpx.post(url, json=body, timeout=30).json()
     assert again["choices"][0]["message"]["content"] == "hello world"
+
+
+class HeldEngine:
+    """The tiny model's HFEngine behind a gate: `generate` signals `entered` (the
+    request's body was read and the worker holds the lock), waits for `go`, then
+    generates, sampling a token every 20 ms; `outcome` says how it ended."""
+
+    def __init__(self, engine: HFEngine) -> None:
+        self.engine, self.stop_ids = engine, engine.stop_ids
+        self.entered, self.go, self.ended = threading.Event(), threading.Event(), threading.Event()
+        self.outcome: str | None = None
+
+    def generate(
+        self, requests: list[GenerationRequest], on_token: Any = None
+    ) -> list[list[Completion]]:
+        self.entered.set()
+        self.go.wait(10)
+
+        def slowly(*token: Any) -> None:
+            time.sleep(0.02)  # room for the server to react between tokens
+            on_token(*token)
+
+        try:
+            done = self.engine.generate(requests, on_token=slowly if on_token else None)
+        except Exception:
+            self.outcome = "abandoned"
+            raise
+        finally:
+            self.ended.set()
+        self.outcome = "finished"
+        return done
+
+    def update_weights(self, state_dict: Any) -> None:
+        raise NotImplementedError
+
+
+def test_a_client_gone_before_the_first_chunk_abandons_the_generation(policy: Any) -> None:
+    """Only `sse_events`' `finally` abandons a generation. It runs even for a client gone
+    before the body is first iterated: Starlette's disconnect cancel lands, at the
+    earliest, at the stream's first `await` (anyio starts a task before cancelling it,
+    and uvicorn's `send` returns quietly on a closed connection), inside `sse_events`."""
+    engine = HeldEngine(HFEngine(policy.model, policy.tokenizer, seed=0))
+    app = create_app(engine, policy.tokenizer, "tiny", max_context=512)
+    with run_in_thread(app) as running:
+        body = {"model": "tiny", "messages": USER, "stream": True, "temperature": 0}
+        body["max_tokens"] = 100
+        raw = json.dumps(body).encode()
+        address = ("127.0.0.1", httpx.URL(running.base_url).port)
+        with socket.create_connection(address, timeout=10) as sock:
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\n"
+                + f"Content-Length: {len(raw)}\r\n\r\n".encode()
+                + raw
+            )
+            assert engine.entered.wait(10)  # the handler waits for the first token
+        time.sleep(0.5)  # the server sees the connection closed before it answers
+        engine.go.set()
+        assert engine.ended.wait(30)
+        assert engine.outcome == "abandoned"  # not 100 tokens sampled for nobody
+        body["stream"] = False  # and the lock was released: the next request is answered
+        again = httpx.post(f"{running.base_url}/chat/completions", json=body, timeout=30)
+    assert again.status_code == 200 and engine.outcome == "finished"
 
 
 def feed(tokenizer: Any, text: str, stop: tuple[str, ...]) -> list[str]:
