@@ -59,6 +59,10 @@ from posttrain.serve.streaming import Choice, LiveGeneration, end_token_ids, sse
 from posttrain.types import Message
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from starlette.types import Receive, Scope, Send
+
     from posttrain.models.loading import Policy
 
 DEFAULT_MAX_TOKENS = 256
@@ -238,7 +242,11 @@ def create_app(
         request: GenerationRequest, head: dict[str, Any], body: ChatRequest
     ) -> StreamingResponse:
         live = LiveGeneration(engine, lock, request)
-        first = await live.next()  # a failure before the first token is still a plain 500
+        try:
+            first = await live.next()  # a failure before the first token is still a plain 500
+        except BaseException:  # cancelled while waiting: nobody will read the stream
+            live.abandon()
+            raise
         if first[0] == "error":
             raise _generation_failed(first[1]) from first[1]
         events = sse_events(
@@ -251,9 +259,26 @@ def create_app(
             logprobs=body.logprobs,
             prompt_tokens=len(request.prompt_ids),
         )
-        return StreamingResponse(events, media_type="text/event-stream")
+        return AbandoningStream(live, events)
 
     return app
+
+
+class AbandoningStream(StreamingResponse):
+    """An SSE response that stops its generation however it ends. `sse_events`' own
+    `finally` covers a client gone mid-stream; this covers a body that is never iterated
+    at all (a server whose `send` fails on a closed connection before the first chunk),
+    where that `finally` never runs and the worker would sample to the end, lock held."""
+
+    def __init__(self, live: LiveGeneration, events: AsyncIterator[str]) -> None:
+        super().__init__(events, media_type="text/event-stream")
+        self.live = live
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.live.abandon()
 
 
 def _generation_failed(exc: BaseException) -> ApiError:

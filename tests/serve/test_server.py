@@ -4,6 +4,8 @@ the `serve` command's refusals."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import socket
 import threading
@@ -415,6 +417,44 @@ def test_a_client_gone_before_the_first_chunk_abandons_the_generation(policy: An
         body["stream"] = False  # and the lock was released: the next request is answered
         again = httpx.post(f"{running.base_url}/chat/completions", json=body, timeout=30)
     assert again.status_code == 200 and engine.outcome == "finished"
+
+
+def test_a_stream_never_started_still_abandons_the_generation(policy: Any) -> None:
+    """Under a server whose `send` raises on a closed connection, the response fails at
+    its start and `sse_events` is never iterated: `AbandoningStream` stops the worker."""
+    engine = HeldEngine(HFEngine(policy.model, policy.tokenizer, seed=0))
+    app = create_app(engine, policy.tokenizer, "tiny", max_context=512)
+    body = {"model": "tiny", "messages": USER, "stream": True, "temperature": 0}
+    raw = json.dumps({**body, "max_tokens": 100}).encode()
+    scope = {
+        "type": "http", "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": "1.1", "method": "POST", "scheme": "http",
+        "path": "/v1/chat/completions", "raw_path": b"/v1/chat/completions",
+        "query_string": b"", "root_path": "", "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2), "headers": [(b"content-type", b"application/json")],
+    }  # fmt: skip
+    messages = [{"type": "http.request", "body": raw, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        if messages:
+            return messages.pop()
+        await asyncio.sleep(60)  # the client says nothing more
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        raise OSError("the connection is closed")
+
+    async def call() -> None:
+        asgi = asyncio.create_task(app(scope, receive, send))
+        await asyncio.to_thread(engine.entered.wait, 10)
+        engine.go.set()
+        with contextlib.suppress(Exception):
+            await asgi
+        # the loop stays open meanwhile (a closed loop also stops the worker)
+        assert await asyncio.to_thread(engine.ended.wait, 30)
+
+    asyncio.run(call())
+    assert engine.outcome == "abandoned"
 
 
 def feed(tokenizer: Any, text: str, stop: tuple[str, ...]) -> list[str]:
