@@ -155,7 +155,16 @@ def _user_error(exc: Exception) -> bool:
 
 
 def _slug(model: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", model.rstrip("/").split("/")[-1] or model)[:60]
+    """The folder name's model part: a path's last part (`runs/x` → `x`), and for
+    `openai:URL[#model]` the endpoint's host and port and the model (`openai-127.0.0.1-8000-tiny`;
+    a URL's last path part, `v1`, would name every endpoint alike)."""
+    if model.startswith("openai:"):
+        url, _, served = model.removeprefix("openai:").partition("#")
+        host = url.split("://", 1)[-1].split("/", 1)[0].replace(":", "-")
+        name = "-".join(part for part in ("openai", host, served) if part)
+    else:
+        name = model.rstrip("/").split("/")[-1] or model
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:60]
 
 
 def _stamp() -> str:

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from posttrain.cli import app
+from posttrain.cli_eval import _slug
 from posttrain.eval.model_eval import EvalSpec, EvalSpecError, run_eval, select_domains
 
 runner = CliRunner()
@@ -119,3 +120,17 @@ def test_a_run_directory_without_a_checkpoint_is_named_so(tmp_path: Path) -> Non
         run_eval(EvalSpec(str(run.path), ["arith/addition-v1"], n=1))
     with pytest.raises(EvalSpecError, match="it does not exist"):
         run_eval(EvalSpec(str(tmp_path / "nope"), ["arith/addition-v1"], n=1))
+
+
+@pytest.mark.parametrize(
+    ("model", "slug"),
+    [
+        ("openai:http://127.0.0.1:8000/v1", "openai-127.0.0.1-8000"),
+        ("openai:http://127.0.0.1:8000/v1#tiny", "openai-127.0.0.1-8000-tiny"),
+        ("openai:https://api.example.org/v1#org/model:7b", "openai-api.example.org-org-model-7b"),
+        ("runs/20261201-003956/", "20261201-003956"),
+        ("smollm2-135m", "smollm2-135m"),
+    ],
+)
+def test_results_folders_are_named_for_the_model_and_endpoint(model: str, slug: str) -> None:
+    assert _slug(model) == slug
