@@ -13,17 +13,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from posttrain.cli_console import console, err_console, fail
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
     from posttrain.domains import Domain
     from posttrain.types import Task
 
@@ -203,7 +207,8 @@ def domains_check(
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from posttrain.domains.check import PROPERTIES, check_domains
 
-    results = check_domains(domains, difficulties=levels, seeds=seed_list)
+    with _progress(len(domains)) as advance:
+        results = check_domains(domains, difficulties=levels, seeds=seed_list, on_domain=advance)
     table = Table("domain", "checks passed", "failed")
     by_domain: dict[str, list[Any]] = {}
     for r in results:
@@ -224,6 +229,21 @@ def domains_check(
     )
     if failed:
         raise typer.Exit(code=1)
+
+
+@contextlib.contextmanager
+def _progress(total: int) -> Iterator[Callable[[str, list[Any]], None]]:
+    """A progress bar on stderr for a check of several domains; it goes when done."""
+    with Progress(
+        TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+        console=err_console, transient=True, disable=total < 2,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("", total=total)
+
+        def advance(domain: str, _results: list[Any]) -> None:
+            bar.update(task, advance=1, description=domain)
+
+        yield advance
 
 
 def _get_domain_or_fail(domain_id: str) -> Domain:

@@ -78,8 +78,10 @@ def check_domains(
     difficulties: Sequence[int] = (1, 5),
     seeds: Sequence[int] = (0, 1),
     tokenizer: Any = None,
+    on_domain: Callable[[str, list[CheckResult]], None] | None = None,
 ) -> list[CheckResult]:
-    """Every property for every domain, in `PROPERTIES` order per domain."""
+    """Every property for every domain, in `PROPERTIES` order per domain; `on_domain(id,
+    its results)` is called as each domain is done (progress for long checks)."""
     if tokenizer is None:
         from posttrain.models.tiny import build_tokenizer
 
@@ -107,6 +109,8 @@ def check_domains(
                 results.append(
                     CheckResult(name, prop, False, f"raised {type(exc).__name__}: {exc}")
                 )
+        if on_domain is not None:
+            on_domain(name, results[-len(checks) :])
     return results
 
 

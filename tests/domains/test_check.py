@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from posttrain.domains import all_domains
+from posttrain.domains import all_domains, get_domain
 from posttrain.domains.check import PROPERTIES, check_domains
-from tests.domains.broken_domains import BROKEN
+from tests.domains.broken_domains import BROKEN, CorruptionPasses
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,6 +69,19 @@ def test_each_broken_domain_fails_exactly_its_property(tokenizer_long: Any) -> N
         assert failed == {prop}, (cls.id, failed)
         detail = next(r.detail for r in results if r.domain == cls.id and r.property == prop)
         assert detail  # names what went wrong
+
+
+def test_on_domain_reports_each_domain_as_it_is_done(tokenizer_long: Any) -> None:
+    seen: list[tuple[str, list[str]]] = []
+    results = check_domains(
+        [CorruptionPasses(), get_domain("arith/addition-v1")],
+        difficulties=(1,),
+        tokenizer=tokenizer_long,
+        on_domain=lambda domain, rows: seen.append((domain, [r.property for r in rows])),
+    )
+    assert [d for d, _ in seen] == [CorruptionPasses.id, "arith/addition-v1"]
+    assert all(props == list(PROPERTIES) for _, props in seen)
+    assert len(results) == 2 * len(PROPERTIES)
 
 
 def test_cli_check_exits_nonzero_naming_the_domain_and_property() -> None:
