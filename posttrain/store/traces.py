@@ -139,7 +139,10 @@ class TraceStore:
                 self._conn.executemany(_INSERT, rows)
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                # SQLite rolls back by itself on some errors (a full disk, I/O); a
+                # second ROLLBACK would then fail and hide the error that matters.
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 raise
             return self._conn.total_changes - before
 

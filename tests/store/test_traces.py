@@ -91,6 +91,15 @@ def test_record_stores_whole_batch_or_nothing(store: TraceStore) -> None:
     assert store.record([make_rollout("a")], stage="grpo") == 1
 
 
+def test_record_on_a_full_disk_raises_the_full_disk_error(store: TraceStore) -> None:
+    store.record([make_rollout("a")], stage="grpo")
+    pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
+    store._conn.execute(f"PRAGMA max_page_count={pages + 1}")  # SQLite rolls back itself
+    with pytest.raises(sqlite3.OperationalError, match="full"):
+        store.record([make_rollout(f"r{i}") for i in range(200)], stage="grpo")
+    assert store.count() == 1
+
+
 def test_iter_rollouts_round_trips_rollouts(store: TraceStore) -> None:
     originals = [make_rollout("a", policy_version=3), make_rollout("b", passed=False)]
     store.record(originals, stage="grpo")
