@@ -169,27 +169,13 @@ class TraceStore:
         """Stored rollouts in the order they were recorded, of one `stage` or of all,
         only those after rowid `after` (a saved `high_water_mark`).
 
-        Reads in batches, so rollouts recorded while iterating may appear too.
+        Reads `batch_size` rows at a time (ValueError, here, unless a positive
+        integer), so rollouts recorded while iterating may appear too.
         """
-        last = after
-        while True:
-            with self._lock:
-                if stage is None:
-                    rows = self._conn.execute(
-                        "SELECT rowid, json FROM rollouts WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                        (last, batch_size),
-                    ).fetchall()
-                else:
-                    rows = self._conn.execute(
-                        "SELECT rowid, json FROM rollouts WHERE rowid > ? AND stage = ?"
-                        " ORDER BY rowid LIMIT ?",
-                        (last, stage, batch_size),
-                    ).fetchall()
-            if not rows:
-                return
-            for rowid, text in rows:
-                last = rowid
-                yield Rollout.from_json(text)
+        _check_positive("batch_size", batch_size)
+        clause = " WHERE rowid > ?" if stage is None else " WHERE stage = ? AND rowid > ?"
+        args: list[Any] = [] if stage is None else [stage]
+        return self._select(clause, args, None, batch_size, after)
 
     def get(self, rollout_id: str) -> Rollout | None:
         """The rollout stored under `rollout_id`, or under the one id that starts with it
@@ -254,19 +240,20 @@ class TraceStore:
         batch_size: int = 256,
     ) -> Iterator[Rollout]:
         """The matching rollouts themselves, in recording order (filters as in `query`;
-        a bad filter raises here, not on the first `next`).
+        a bad filter or `batch_size` raises here, not on the first `next`).
 
         Reads in batches, so rollouts recorded while iterating may appear too.
         """
         where, args = _where(domain, stage, failed)
         _check_limit(limit)
+        _check_positive("batch_size", batch_size)
         clause = (where + " AND" if where else " WHERE") + " rowid > ?"
         return self._select(clause, args, limit, batch_size)
 
     def _select(
-        self, clause: str, args: list[Any], limit: int | None, batch_size: int
+        self, clause: str, args: list[Any], limit: int | None, batch_size: int, after: int = 0
     ) -> Iterator[Rollout]:
-        left, last = limit, 0
+        left, last = limit, after
         while left is None or left > 0:
             size = batch_size if left is None else min(batch_size, left)
             with self._lock:
@@ -323,5 +310,10 @@ def _where(domain: str | None, stage: str | None, failed: bool | None) -> tuple[
 
 
 def _check_limit(limit: int | None) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValueError(f"limit must be a positive integer, got {limit!r}")
+    if limit is not None:
+        _check_positive("limit", limit)
+
+
+def _check_positive(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")

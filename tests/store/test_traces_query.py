@@ -117,3 +117,13 @@ def test_select_yields_whole_rollouts_across_batches(store: TraceStore) -> None:
 def test_select_rejects_a_bad_filter_before_iterating(store: TraceStore) -> None:
     with pytest.raises(ValueError, match="limit"):
         store.select(limit=-1)
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 2.5])
+def test_reading_rejects_a_batch_size_that_is_not_positive(
+    store: TraceStore, batch_size: float
+) -> None:
+    with pytest.raises(ValueError, match="batch_size"):
+        store.iter_rollouts(batch_size=batch_size)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="batch_size"):
+        store.select(batch_size=batch_size)  # type: ignore[arg-type]
