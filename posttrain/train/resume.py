@@ -31,10 +31,11 @@ stage's elapsed seconds. The recipe removes a stage's state only once the stage'
 final checkpoint is published.
 
 Not guaranteed: exactness needs the same code, config, thread count and machine
-class (float reductions differ across CPUs). Metrics logged after the last save are
-dropped on resume and logged again by the replayed steps; their rollouts stay in the
-trace store (marked with their policy version) beside the replayed ones. The alert
-monitor's history windows start empty after a resume. A resumed SFT stage does not
+class (float reductions differ across CPUs). Metrics and alerts logged after the last
+save are dropped on resume and logged again by the replayed steps; their rollouts stay
+in the trace store (marked with their policy version) beside the replayed ones. The
+alert monitor's history windows start empty after a resume (a replayed step may not
+raise a jump alert it raised before). A resumed SFT stage does not
 have the plateau rule's best weights from before the save (it restores only a best
 found after it). Only CPU generators are kept, not CUDA's. The control arm is not
 resumable: when it had not finished, a fresh one starts from the SFT checkpoint and
@@ -46,6 +47,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +61,7 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 from posttrain.ranks import is_distributed, rank, world_size
+from posttrain.store.alerts import read_alerts
 from posttrain.store.atomic import atomic_directory, atomic_write_text, is_complete
 from posttrain.store.metrics import read_metrics
 from posttrain.store.run_dir import RunDir, RunDirError
@@ -154,29 +157,39 @@ def open_for_resume(path: str | Path) -> tuple[RunDir, RunConfig]:
 def forget_unfinished(run: RunDir, stages: tuple[str, ...]) -> int:
     """Drop from `metrics.jsonl` what a resume redoes: rows of training stages without
     a complete checkpoint (GRPO's only after its saved state's step), held-out monitor
-    rows after that step, and evaluation rows without a results file. Returns the
-    number of rows dropped; the file is rewritten atomically."""
-    if not run.metrics_path.is_file():
-        return 0
+    rows after that step, and evaluation rows without a results file; drop from
+    `alerts.jsonl` the alerts of those training steps too (the redone steps raise them
+    again). Returns the number of rows dropped; each file is rewritten atomically."""
     saved = {"grpo": _state_step(run, GRPO_STATE), "sft": _state_step(run, SFT_STATE)}
     unfinished = {s for s in stages if not is_complete(run.checkpoint_path(s))}
-    kept, dropped = [], 0
-    for row in read_metrics(run.metrics_path):
+
+    def lost(row: dict[str, Any]) -> bool:
         stage, step = row.get("stage", ""), int(row.get("step", 0))
         if stage in saved and stage in unfinished:
-            lost = step > saved[stage]
-        elif stage == "heldout":
-            lost = "grpo" in unfinished and step > saved["grpo"]
-        elif stage.startswith("eval/"):
-            lost = not run.eval_path(stage.split("/", 1)[1]).is_file()
-        else:
-            lost = stage in unfinished
-        if lost:
-            dropped += 1
-        else:
-            kept.append(json.dumps(row, allow_nan=False))
+            return step > saved[stage]
+        if stage == "heldout":
+            return "grpo" in unfinished and step > saved["grpo"]
+        if stage.startswith("eval/"):
+            return not run.eval_path(stage.split("/", 1)[1]).is_file()
+        return stage in unfinished
+
+    dropped = 0
+    if run.metrics_path.is_file():
+        dropped += _drop_rows(run.metrics_path, read_metrics(run.metrics_path), lost)
+    if run.alerts_path.is_file():
+        dropped += _drop_rows(run.alerts_path, read_alerts(run.alerts_path), lost)
+    return dropped
+
+
+def _drop_rows(
+    path: Path, rows: list[dict[str, Any]], lost: Callable[[dict[str, Any]], bool]
+) -> int:
+    """Rewrite the JSON-lines file `path` (atomically) without the `lost` of its `rows`;
+    the number dropped."""
+    kept = [json.dumps(row, allow_nan=False) for row in rows if not lost(row)]
+    dropped = len(rows) - len(kept)
     if dropped:
-        atomic_write_text(run.metrics_path, "".join(line + "\n" for line in kept))
+        atomic_write_text(path, "".join(line + "\n" for line in kept))
     return dropped
 
 

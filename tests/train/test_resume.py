@@ -20,10 +20,18 @@ import torch
 from posttrain.config import SFTConfig, load_config
 from posttrain.models.tiny import TinyModelSpec, build_tiny_model, build_tokenizer
 from posttrain.store import COMPLETE_MARKER, atomic, is_complete
+from posttrain.store.alerts import read_alerts
 from posttrain.store.metrics import read_metrics
+from posttrain.store.run_dir import RunDir
 from posttrain.train import pipeline
 from posttrain.train.recipe import QuietReporter, RecipeResult, run_recipe
-from posttrain.train.resume import GRPOState, load_grpo_state, load_sft_state, save_sft_state
+from posttrain.train.resume import (
+    GRPOState,
+    forget_unfinished,
+    load_grpo_state,
+    load_sft_state,
+    save_sft_state,
+)
 from posttrain.train.sft import SFTLoop, sft_optimizer
 
 POSTTRAIN = str(Path(sys.executable).with_name("posttrain"))
@@ -305,3 +313,17 @@ def test_a_resume_removes_a_state_left_beside_its_stages_checkpoint(tmp_path: Pa
     result = _run_in_process(f"resume={tmp_path / 'run'}")
     assert result.stages["grpo"]["steps"] == 2  # loaded, not redone
     assert not (checkpoints / "sft-state").exists() and not (checkpoints / "grpo-state").exists()
+
+
+def test_a_resume_forgets_the_alerts_of_the_steps_it_redoes(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path, "run")
+    state = run.checkpoint_path("grpo-state")  # saved at step 3, killed at step 5
+    state.mkdir()
+    (state / "state.json").write_text('{"step": 3}')
+    (state / COMPLETE_MARKER).touch()
+    alert = {"time": 0.0, "kind": "reward_jump", "metric": "reward", "value": 0.9,
+             "threshold": 0.5, "message": "reward jumped"}  # fmt: skip
+    run.alerts_path.write_text("".join(
+        json.dumps({**alert, "stage": "grpo", "step": s}) + "\n" for s in (2, 5)))  # fmt: skip
+    forget_unfinished(run, ("sft", "grpo"))
+    assert [a["step"] for a in read_alerts(run.alerts_path)] == [2]
