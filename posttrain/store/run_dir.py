@@ -26,6 +26,7 @@ fills up or a permission changed later surfaces as an OSError where it happens.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import itertools
 import os
 from dataclasses import dataclass
@@ -75,7 +76,7 @@ class RunDir:
                     f"run directory {path} already exists; use RunDir.open to resume it"
                 ) from None
             except OSError as e:
-                raise RunDirError(f"run directory {root} is not writable: {_why(e)}") from e
+                raise _mkdir_error(root, path, e) from e
         else:
             stamp = _utc_stamp()
             for i in itertools.count(1):
@@ -86,7 +87,7 @@ class RunDir:
                 except FileExistsError:
                     continue
                 except OSError as e:
-                    raise RunDirError(f"run directory {root} is not writable: {_why(e)}") from e
+                    raise _mkdir_error(root, path, e) from e
 
         run = cls(path)
         run.checkpoints.mkdir(exist_ok=True)
@@ -182,6 +183,14 @@ def _check_name(what: str, name: str) -> None:
     """Reject names that would escape their folder or name nothing."""
     if not name or name in (".", "..") or "/" in name or os.sep in name or "\0" in name:
         raise RunDirError(f"{what} must be a plain folder name, got {name!r}")
+
+
+def _mkdir_error(root: Path, path: Path, error: OSError) -> RunDirError:
+    """Why `path` could not be made in the existing `root`: `root` refuses writes, or
+    the name itself is at fault (too long, say), which says nothing of `root`."""
+    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return RunDirError(f"run directory {root} is not writable: {_why(error)}")
+    return RunDirError(f"run directory {path} cannot be created: {_why(error)}")
 
 
 def _why(error: OSError) -> str:

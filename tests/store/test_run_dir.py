@@ -64,6 +64,15 @@ def test_root_that_is_a_file_raises_clear_error(tmp_path: Path) -> None:
         RunDir.create(root)
 
 
+def test_a_name_too_long_is_blamed_on_the_name_not_the_root(tmp_path: Path) -> None:
+    name = "x" * 300
+    with pytest.raises(RunDirError) as info:
+        RunDir.create(tmp_path, name)
+    assert (
+        str(info.value) == f"run directory {tmp_path / name} cannot be created: File name too long"
+    )
+
+
 def test_run_dir_error_is_a_value_error(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("")
     with pytest.raises(ValueError):
