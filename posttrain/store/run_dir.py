@@ -164,8 +164,14 @@ class RunDir:
         atomic_write_text(self.config_path, text)
 
     def read_config(self) -> dict[str, Any]:
-        """The mapping stored in `config.yaml`."""
-        data = yaml.safe_load(self.config_path.read_text(encoding="utf-8"))
+        """The mapping stored in `config.yaml`; RunDirError naming the file when it is
+        missing, unreadable, not YAML or not a mapping."""
+        try:
+            data = yaml.safe_load(self.config_path.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise RunDirError(f"{self.config_path} cannot be read: {_why(e)}") from e
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise RunDirError(f"{self.config_path} is not valid YAML: {e}") from e
         if not isinstance(data, dict):
             raise RunDirError(f"{self.config_path} does not hold a mapping")
         return data

@@ -165,3 +165,16 @@ def test_open_returns_existing_run(tmp_path: Path) -> None:
 def test_open_missing_run_raises_clear_error(tmp_path: Path) -> None:
     with pytest.raises(RunDirError, match="does not exist"):
         RunDir.open(tmp_path / "nope")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"), [(None, "cannot be read"), ("a: [1,\n", "is not valid YAML")]
+)
+def test_read_config_names_a_missing_or_broken_file(
+    tmp_path: Path, text: str | None, message: str
+) -> None:
+    run = RunDir.create(tmp_path, "run")
+    if text is not None:
+        run.config_path.write_text(text)
+    with pytest.raises(RunDirError, match=f"{re.escape(str(run.config_path))} {message}"):
+        run.read_config()
