@@ -33,7 +33,9 @@ final checkpoint is published.
 Not guaranteed: exactness needs the same code, config, thread count and machine
 class (float reductions differ across CPUs). Metrics and alerts logged after the last
 save are dropped on resume and logged again by the replayed steps; their rollouts stay
-in the trace store (marked with their policy version) beside the replayed ones. The
+in the trace store (marked with their policy version) beside the replayed ones (the
+store loses nothing it recorded), and so do those of an evaluation cut short before
+its results file was written: it is redone, and stage `eval/<label>` holds both. The
 alert monitor's history windows start empty after a resume (a replayed step may not
 raise a jump alert it raised before). A resumed SFT stage does not
 have the plateau rule's best weights from before the save (it restores only a best
