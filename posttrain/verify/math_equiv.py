@@ -15,7 +15,8 @@ delimiters, wrapped in `$...$` (bare LaTeX such as `\frac12` is only found that
 way); the answers are equal when any reading of the prediction verifies against
 any reading of the gold. Two plain numbers or fractions that are equal as
 `fractions.Fraction` (and two plain integers that differ) are answered at once,
-without a worker. A timeout, a crash, a worker that will not start or junk gives
+without a worker, unless one has an exponent of four or more digits (`1e999999999`
+written out exactly would take minutes and gigabytes, so a worker judges it). A timeout, a crash, a worker that will not start or junk gives
 False; the function never raises.
 
 Not guaranteed: math-verify extracts from prose ("The answer is 5" equals "5"),
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import subprocess
 import sys
@@ -47,6 +49,8 @@ _MEMORY_CAP = 4 << 30
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _WORKER_COMMAND = "from posttrain.verify.math_equiv import _serve; _serve()"
 _DELIMITERS = ("$", "\\(", "\\[", "\\boxed")
+_EXPONENT = re.compile(r"[eE][-+]?([0-9_]*)")
+_MAX_EXPONENT_DIGITS = 3  # Fraction("1e999") is instant; "1e999999999" is 10**999999999
 
 
 def _readings(text: str) -> list[object]:
@@ -218,6 +222,9 @@ os.register_at_fork(after_in_child=_new_pool_after_fork)
 
 def _plain_number(text: str) -> Fraction | None:
     if len(text) > 100 or not text or text[0] not in "+-.0123456789":
+        return None
+    exponent = _EXPONENT.search(text)
+    if exponent and len(exponent[1].replace("_", "").lstrip("0")) > _MAX_EXPONENT_DIGITS:
         return None
     try:
         return Fraction(text)

@@ -66,6 +66,16 @@ def test_plain_numbers_are_answered_without_a_worker(monkeypatch: pytest.MonkeyP
     assert not math_equal("12", "13")
 
 
+def test_a_huge_exponent_is_not_expanded_in_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(math_equiv._POOL, "take", lambda: None)  # no worker: False at once
+    for text in ("1e999999999", "1e-999999999", "1E+1_000_000_000"):
+        started = time.monotonic()
+        assert not math_equal(text, "1")
+        assert not math_equal("1", text)
+        assert time.monotonic() - started < 1.0
+    assert math_equal("1e3", "1000")  # a small exponent still takes the fast path
+
+
 def test_a_slow_comparison_times_out_to_false() -> None:
     assert math_equal("x", "x")  # a warm worker, so only the comparison is timed
     started = time.monotonic()
