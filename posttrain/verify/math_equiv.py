@@ -31,6 +31,7 @@ out-of-memory kill of the caller.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -145,7 +146,9 @@ class _Worker:
         self._process.wait()
         for stream in (self._process.stdin, self._process.stdout):
             if stream is not None:
-                stream.close()
+                # A request left unflushed for a worker that died raises on close.
+                with contextlib.suppress(OSError):
+                    stream.close()
 
 
 class _WorkerPool:

@@ -122,6 +122,17 @@ def test_a_worker_that_dies_mid_call_gives_false(monkeypatch: pytest.MonkeyPatch
     assert not math_equal("x", "x")
 
 
+def test_killing_a_dead_worker_with_an_unsent_request_does_not_raise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(math_equiv, "_WORKER_COMMAND", "pass")
+    worker = math_equiv._Worker()
+    worker._process.wait()
+    assert worker._process.stdin is not None
+    worker._process.stdin.write(b"[1, 2]\n")  # buffered: close() must flush it to a dead pipe
+    worker.kill()
+
+
 def _junk() -> list[str]:
     rng = random.Random(0)
     return [
