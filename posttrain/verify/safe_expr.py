@@ -16,8 +16,10 @@ needs:
 
 Not guaranteed: `is_literal` allows text that Python cannot parse (eval then raises
 before running anything); `is_arithmetic` does not, because SymPy rewrites text
-before evaluating it (`3!` becomes a call). Size is not bounded here: `9**9**9` with
-`power=True` is arithmetic; callers that allow powers cap the text's length.
+before evaluating it (`3!` becomes a call). Text nested too deeply or too long for
+Python's parser (it raises RecursionError or MemoryError) is refused by both: eval,
+parsing at another stack depth, might still run it. Size is not bounded otherwise:
+`9**9**9` with `power=True` is arithmetic; callers that allow powers cap the text's length.
 """
 
 from __future__ import annotations
@@ -37,22 +39,28 @@ _LITERAL = (ast.Expression, ast.List, ast.Tuple, ast.Constant, ast.Name, ast.Una
 _ARITHMETIC_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 
 
-def _trees(text: str) -> list[ast.Expression]:
-    """`text` and its stripped form parsed as Python expressions (those that parse)."""
+def _trees(text: str) -> list[ast.Expression] | None:
+    """`text` and its stripped form parsed as Python expressions (those that parse);
+    None when the parser gives up on nesting or size, as eval's own parse may not."""
     trees = []
     for candidate in {text, text.strip()}:
         try:
             trees.append(ast.parse(candidate, mode="eval"))
         except (SyntaxError, ValueError):  # ValueError: a null byte
             continue
+        except (RecursionError, MemoryError):  # "1+" * 5000 + "1", "-" * 100_000 + "1"
+            return None
     return trees
 
 
 def is_literal(text: str) -> bool:
     """Whether Python's `eval(text)` can only build a literal (lists, tuples, numbers,
     strings, bare names): True also when the text does not parse, since eval then runs
-    nothing."""
-    return all(all(isinstance(node, _LITERAL) for node in ast.walk(tree)) for tree in _trees(text))
+    nothing; False when it is too deeply nested or too long to check."""
+    trees = _trees(text)
+    if trees is None:
+        return False
+    return all(all(isinstance(node, _LITERAL) for node in ast.walk(tree)) for tree in trees)
 
 
 def is_arithmetic(
@@ -63,9 +71,9 @@ def is_arithmetic(
 ) -> bool:
     """Whether `text` is plain arithmetic: numbers, the given `names`, calls of the given
     `functions` with positional arguments, + − × ÷ (and ** with `power`). False when it
-    does not parse as Python."""
+    does not parse as Python, or is too deeply nested or too long to check."""
     trees = _trees(text.strip())
-    if not trees:
+    if not trees:  # None (too deep to check) or [] (not Python)
         return False
     ops = (*_ARITHMETIC_OPS, ast.Pow) if power else _ARITHMETIC_OPS
     for node in ast.walk(trees[0]):

@@ -39,3 +39,12 @@ def test_arithmetic_allows_only_the_given_names_functions_and_operators() -> Non
     assert not is_arithmetic("Y + C", names, MATH_FUNCTIONS, power=True)
     assert not is_arithmetic("sin(X, evaluate=False)", names, MATH_FUNCTIONS, power=True)
     assert not is_arithmetic("X.subs(X, 1)", names, MATH_FUNCTIONS, power=True)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1+" * 100_000 + "1", "-" * 100_000 + "1", "~" * 100_000 + "1", "1+" * 5000 + "len('x')"],
+)
+def test_text_too_deep_for_the_parser_is_refused_not_raised(text: str) -> None:
+    assert not is_literal(text)
+    assert not is_arithmetic(text)
