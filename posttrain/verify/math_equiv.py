@@ -15,13 +15,15 @@ delimiters, wrapped in `$...$` (bare LaTeX such as `\frac12` is only found that
 way); the answers are equal when any reading of the prediction verifies against
 any reading of the gold. Two plain numbers or fractions that are equal as
 `fractions.Fraction` (and two plain integers that differ) are answered at once,
-without a worker, unless one has an exponent of four or more digits (`1e999999999`
-written out exactly would take minutes and gigabytes, so a worker judges it). A timeout, a crash, a worker that will not start or junk gives
-False; the function never raises.
+without a worker; so are two plain numbers when either is in scientific notation
+(`2.5e3`), compared exactly: math-verify reads that `e` as Euler's number, and
+"1e20" would equal "1". A timeout, a crash, a worker that will not start or junk
+gives False; the function never raises.
 
 Not guaranteed: math-verify extracts from prose ("The answer is 5" equals "5"),
 so check the answer's format yourself when it must be strict; its comparison is
 asymmetric (pass the reference as `gold`) and rounds floats to 6 places;
+scientific notation inside LaTeX or prose (`$1e20$`) still reaches math-verify;
 texts over 2 000 characters are False without a look; `timeout_s` bounds the
 worker's time on this pair, not the wait for a free worker or, the first time,
 for one to start (about a second); a worker's memory is capped at 4 GiB of
@@ -40,6 +42,7 @@ import subprocess
 import sys
 import threading
 import time
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -50,8 +53,7 @@ _MEMORY_CAP = 4 << 30
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _WORKER_COMMAND = "from posttrain.verify.math_equiv import _serve; _serve()"
 _DELIMITERS = ("$", "\\(", "\\[", "\\boxed")
-_EXPONENT = re.compile(r"[eE][-+]?([0-9_]*)")
-_MAX_EXPONENT_DIGITS = 3  # Fraction("1e999") is instant; "1e999999999" is 10**999999999
+_SCIENTIFIC = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+")
 
 
 def _readings(text: str) -> list[object]:
@@ -223,11 +225,13 @@ def _new_pool_after_fork() -> None:
 os.register_at_fork(after_in_child=_new_pool_after_fork)
 
 
-def _plain_number(text: str) -> Fraction | None:
+def _plain_number(text: str) -> Fraction | Decimal | None:
     if len(text) > 100 or not text or text[0] not in "+-.0123456789":
         return None
-    exponent = _EXPONENT.search(text)
-    if exponent and len(exponent[1].replace("_", "").lstrip("0")) > _MAX_EXPONENT_DIGITS:
+    if _SCIENTIFIC.fullmatch(text):
+        # Exact and instant: Fraction("1e999999999") would build 10**999999999.
+        return Decimal(text)
+    if "e" in text.lower():  # "1_0e5" and the like: left to a worker
         return None
     try:
         return Fraction(text)
@@ -260,6 +264,8 @@ def math_equal(predicted: str, gold: str, timeout_s: float = 5.0) -> bool:
             return True
         if _is_plain_integer(predicted) and _is_plain_integer(gold):
             return False
+        if isinstance(a, Decimal) or isinstance(b, Decimal):
+            return False  # scientific notation, which math-verify misreads
     pool = _POOL
     worker = pool.take()
     if worker is None:

@@ -73,7 +73,22 @@ def test_a_huge_exponent_is_not_expanded_in_the_caller(monkeypatch: pytest.Monke
         assert not math_equal(text, "1")
         assert not math_equal("1", text)
         assert time.monotonic() - started < 1.0
-    assert math_equal("1e3", "1000")  # a small exponent still takes the fast path
+    assert math_equal("1e999999999", "1.0E+999999999")
+
+
+@pytest.mark.parametrize(
+    ("predicted", "gold", "equal"),
+    [("1e20", "1", False), ("2.5e3", "2.5", False), ("1e1000", "1e999", False),
+     ("2.5e3", "2500", True), ("1E-1", "1/10", True), ("-5e0", "-5", True)],
+)  # fmt: skip
+def test_scientific_notation_is_compared_by_value_without_a_worker(
+    monkeypatch: pytest.MonkeyPatch, predicted: str, gold: str, equal: bool
+) -> None:
+    def no_worker() -> None:
+        raise AssertionError("math-verify reads the e of 1e20 as Euler's number")
+
+    monkeypatch.setattr(math_equiv._POOL, "take", no_worker)
+    assert math_equal(predicted, gold) is equal
 
 
 def test_a_slow_comparison_times_out_to_false() -> None:
