@@ -34,6 +34,7 @@ from posttrain.domains.base import Axes, Session, check_difficulty, task_id, tas
 from posttrain.tools.parse import format_tool_call, function_schema
 from posttrain.types import Message, Observation, Reference, Rollout, Task, ToolCall, Verdict
 from posttrain.verify.answers import last_integer, strict_integer
+from posttrain.verify.safe_expr import parse_model_text
 
 MAX_EXPRESSION_CHARS = 200
 MAX_RESULT = 10**30
@@ -87,7 +88,7 @@ def evaluate_expression(expression: str) -> int:
     if len(text) > MAX_EXPRESSION_CHARS:
         raise CalculatorError(f"the expression is longer than {MAX_EXPRESSION_CHARS} characters")
     try:
-        tree = ast.parse(text, mode="eval")
+        tree = parse_model_text(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise CalculatorError("the expression is not valid arithmetic syntax") from None
     return _evaluate(tree.body)
@@ -132,7 +133,7 @@ def _evaluate(node: ast.AST) -> int:
 def _computes(expression: str) -> bool:
     """True when the expression holds at least one binary operation (not a bare number)."""
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
+        tree = parse_model_text(expression.strip())
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return any(isinstance(node, ast.BinOp) for node in ast.walk(tree))

@@ -20,11 +20,17 @@ before evaluating it (`3!` becomes a call). Text nested too deeply or too long f
 Python's parser (it raises RecursionError or MemoryError) is refused by both: eval,
 parsing at another stack depth, might still run it. Size is not bounded otherwise:
 `9**9**9` with `power=True` is arithmetic; callers that allow powers cap the text's length.
+
+`parse_model_text` is `ast.parse` for model output: the compiler's warnings about it
+("invalid decimal literal" for `12abc`, invalid escapes) are dropped, since a run
+parses thousands of answers and would print one line per new mistake.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+import warnings
 from collections.abc import Collection
 
 # SymPy functions an antiderivative may use; calling them runs no user code.
@@ -39,13 +45,24 @@ _LITERAL = (ast.Expression, ast.List, ast.Tuple, ast.Constant, ast.Name, ast.Una
 _ARITHMETIC_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 
 
+_MODEL_TEXT = "<model text>"  # the file name the compiler's warnings carry
+for _category in (SyntaxWarning, DeprecationWarning):
+    warnings.filterwarnings("ignore", category=_category, module=re.escape(_MODEL_TEXT))
+
+
+def parse_model_text(text: str) -> ast.Expression:
+    """`ast.parse(text, mode="eval")` without the compiler's warnings (module
+    docstring); it raises what `ast.parse` raises."""
+    return ast.parse(text, filename=_MODEL_TEXT, mode="eval")
+
+
 def _trees(text: str) -> list[ast.Expression] | None:
     """`text` and its stripped form parsed as Python expressions (those that parse);
     None when the parser gives up on nesting or size, as eval's own parse may not."""
     trees = []
     for candidate in {text, text.strip()}:
         try:
-            trees.append(ast.parse(candidate, mode="eval"))
+            trees.append(parse_model_text(candidate))
         except (SyntaxError, ValueError):  # ValueError: a null byte
             continue
         except (RecursionError, MemoryError):  # "1+" * 5000 + "1", "-" * 100_000 + "1"

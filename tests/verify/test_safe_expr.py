@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from posttrain.verify.safe_expr import MATH_FUNCTIONS, is_arithmetic, is_literal
@@ -48,3 +51,27 @@ def test_arithmetic_allows_only_the_given_names_functions_and_operators() -> Non
 def test_text_too_deep_for_the_parser_is_refused_not_raised(text: str) -> None:
     assert not is_literal(text)
     assert not is_arithmetic(text)
+
+
+SCRIPT = r"""
+import ast
+from posttrain.domains.calculator import evaluate_expression
+from posttrain.verify.safe_expr import is_arithmetic, is_literal
+for text in ("12abc", "0x1for", '"\\d"', "1 if 2else 3"):
+    is_literal(text), is_arithmetic(text)
+    try:
+        evaluate_expression(text)
+    except Exception:
+        pass
+ast.parse('"\\q"', mode="eval")  # not model text: still warned
+"""
+
+
+def test_model_text_parses_without_compiler_warnings_on_stderr() -> None:
+    """`12abc` and `"\\d"` make the compiler warn; a run would print them, one per new
+    mistake. `-W default` shows every warning that is not filtered out."""
+    proc = subprocess.run(
+        [sys.executable, "-W", "default", "-c", SCRIPT], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("Warning") == 1 and "\\q" in proc.stderr, proc.stderr
