@@ -204,12 +204,18 @@ def load_results(path: str | Path) -> dict[str, Any]:
             raise ResultsFileError(
                 f"results file {path}: {key!r} is missing or not a {kind.__name__}"
             )
+    first: dict[str, int] = {}
     for i, row in enumerate(doc["tasks"]):
         for key, kind in _TASK_KEYS.items():
             if not isinstance(row, dict) or not isinstance(row.get(key), kind):
                 raise ResultsFileError(
                     f"results file {path}: tasks[{i}].{key} is missing or not a {kind.__name__}"
                 )
+        if first.setdefault(row["id"], i) != i:  # a paired test needs one outcome per task
+            raise ResultsFileError(
+                f"results file {path}: tasks[{i}].id {row['id']!r} repeats "
+                f"tasks[{first[row['id']]}].id"
+            )
     for name, entry in doc["per_domain"].items():
         problem = _domain_entry_problem(f"per_domain[{name!r}]", entry)
         if problem:

@@ -108,6 +108,24 @@ def test_save_then_load_round_trips(tmp_path: Path) -> None:
             ),
             "tasks[0].passed",
         ),  # fmt: skip
+        (
+            json.dumps(
+                {
+                    "format": FORMAT,
+                    "label": "x",
+                    "model": "m",
+                    "overall": {},
+                    "per_domain": {},
+                    "per_cell": {},
+                    "tasks": [
+                        {"id": "a", "domain": "d", "passed": True},
+                        {"id": "b", "domain": "d", "passed": True},
+                        {"id": "a", "domain": "d", "passed": False},
+                    ],
+                }
+            ),
+            "tasks[2].id 'a' repeats tasks[0].id",
+        ),  # fmt: skip
     ],
 )
 def test_a_malformed_results_file_names_the_problem(
