@@ -228,7 +228,8 @@ def open_group(
         domain = get_domain(task.domain)
     except Exception as exc:  # e.g. a worker that lacks a plug-in domain: this task fails
         problem = problem or f"domain lookup failed: {type(exc).__name__}: {exc}"
-    group = [_open(task, domain, tokenizer, problem) for _ in range(n)]
+    ids = prompt_ids(tokenizer, task)  # rendered and encoded once for the group
+    group = [_open(task, domain, list(ids), problem) for _ in range(n)]
     fmt = detect_tool_format(tokenizer)
     group_key = uuid.uuid4().hex
     for k, ep in enumerate(group):
@@ -237,11 +238,11 @@ def open_group(
     return group
 
 
-def _open(task: Task, domain: Domain | None, tokenizer: Any, problem: str | None) -> EpisodeState:
-    """One episode of `task`; done at once, with `problem` as its error, when there is
-    one or when its session cannot open. No session is opened for an episode that
-    cannot run (a session may hold a sandbox)."""
-    ep = EpisodeState(task, domain, None, prompt_ids(tokenizer, task), list(task.prompt))
+def _open(task: Task, domain: Domain | None, ids: list[int], problem: str | None) -> EpisodeState:
+    """One episode of `task`, whose prompt encodes to `ids`; done at once, with
+    `problem` as its error, when there is one or when its session cannot open. No
+    session is opened for an episode that cannot run (a session may hold a sandbox)."""
+    ep = EpisodeState(task, domain, None, ids, list(task.prompt))
     opener = getattr(domain, "open", None)
     if problem is None and opener is not None:
         try:
