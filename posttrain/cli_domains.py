@@ -238,7 +238,7 @@ def _progress(total: int) -> Iterator[Callable[[str, list[Any]], None]]:
         TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
         console=err_console, transient=True, disable=total < 2,
     ) as bar:  # fmt: skip
-        task = bar.add_task("", total=total)
+        task = bar.add_task("task hashes in two fresh processes first", total=total)
 
         def advance(domain: str, _results: list[Any]) -> None:
             bar.update(task, advance=1, description=domain)
