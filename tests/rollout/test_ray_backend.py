@@ -219,6 +219,29 @@ def test_a_worker_killed_mid_chunk_is_restarted_and_its_chunk_delivered_once(
     assert len(list(tmp_path.iterdir())) == 3  # the killed chunk's engine call, redone
 
 
+class BigFactory:
+    """An engine factory that pickles to over 100 kB, so Ray would put it in the object
+    store if it were an actor's argument."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer, self.ballast = tokenizer, os.urandom(300_000)
+
+    def __call__(self) -> ProbeEngine:
+        return ProbeEngine(self.tokenizer, STARTERS)
+
+
+def test_large_shared_objects_reach_the_workers_without_ray_flagging_restarts(
+    ray_local: Any, tokenizer: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Arguments in the object store make Ray log an error for actors with restarts
+    (ray-project/ray#53727); the factory and tokenizer travel as refs inside a list."""
+    with RayRollouts(BigFactory(tokenizer), tokenizer, lookup, PARAMS, workers=1) as rollouts:
+        set_state(rollouts)
+        groups = rollouts.run(STARTERS[:2])
+    assert all(r.verdict.passed for g in groups for r in g)
+    assert "constructor arguments in the object store" not in capfd.readouterr().err
+
+
 @pytest.mark.slow
 def test_one_worker_samples_what_the_local_hf_engine_samples(
     ray_local: Any, tokenizer: Any, tiny_model: Any

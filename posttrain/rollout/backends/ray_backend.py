@@ -109,10 +109,11 @@ class RayRollouts(GroupCollector):
         self._ledger = uuid.uuid4().hex
         options = {"max_restarts": -1, "max_task_retries": -1, **(worker_options or {})}
         actor = ray.remote(ray_worker.EpisodeWorker).options(**options)
-        # Kept here so the objects outlive every restart that needs them.
-        self._shared = (ray.put(engine_factory), ray.put(tokenizer), get_domain, params)
-        rest = (max_context, over_long, tool_policy, self._ledger)
-        self.actors: list[Any] = [actor.remote(r, *self._shared, *rest) for r in range(workers)]
+        # Kept here so the objects outlive every restart that needs them; a list, so
+        # that they reach the actor as refs it fetches, not as its arguments.
+        self._shared = [ray.put(engine_factory), ray.put(tokenizer)]
+        rest = (get_domain, params, max_context, over_long, tool_policy, self._ledger)
+        self.actors: list[Any] = [actor.remote(r, self._shared, *rest) for r in range(workers)]
         try:
             self._incarnations = set(ray.get([a.ready.remote() for a in self.actors]))
         except ray.exceptions.RayError as exc:

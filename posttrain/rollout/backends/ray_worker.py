@@ -62,8 +62,7 @@ class EpisodeWorker:
     def __init__(
         self,
         rank: int,
-        engine_factory: Callable[[], Engine],
-        tokenizer: Any,
+        shared: list[ray.ObjectRef],
         get_domain: Callable[[str], Domain],
         params: SamplingParams,
         max_context: int | None,
@@ -71,6 +70,11 @@ class EpisodeWorker:
         tool_policy: ToolPolicy | None,
         ledger: str,
     ) -> None:
+        # `shared` = [engine factory, tokenizer] as refs the driver keeps, fetched here
+        # (again after a restart): passed nested, not as arguments in the object store,
+        # which Ray flags for actors with restarts (ray-project/ray#53727).
+        factory, tokenizer = ray.get(shared)
+        engine_factory: Callable[[], Engine] = factory
         self.rank, self.factory, self.tokenizer = rank, engine_factory, tokenizer
         self.get_domain, self.params = get_domain, params
         self.max_context, self.over_long, self.tool_policy = max_context, over_long, tool_policy
