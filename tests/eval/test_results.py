@@ -75,57 +75,30 @@ def test_save_then_load_round_trips(tmp_path: Path) -> None:
     assert load_results(path) == doc
 
 
+def _bare(**fields: Any) -> str:
+    """A results file's JSON with the header and empty summaries, plus `fields`."""
+    header = {"format": FORMAT, "label": "x", "model": "m", "overall": {}}
+    return json.dumps({**header, "per_domain": {}, "per_cell": {}, **fields})
+
+
+def _task(task_id: str, **fields: Any) -> dict[str, Any]:
+    return {"id": task_id, "domain": "d", **fields}
+
+
 @pytest.mark.parametrize(
     ("content", "needle"),
     [
         (None, "does not exist"),
         ("{not json", "is not JSON"),
         (json.dumps({"format": "other"}), "not a posttrain results file"),
+        (_bare(), "'tasks' is missing"),
+        (_bare(tasks=[_task("a")]), "tasks[0].passed"),
         (
-            json.dumps(
-                {
-                    "format": FORMAT,
-                    "label": "x",
-                    "model": "m",
-                    "overall": {},
-                    "per_domain": {},
-                    "per_cell": {},
-                }
-            ),
-            "'tasks' is missing",
-        ),  # fmt: skip
-        (
-            json.dumps(
-                {
-                    "format": FORMAT,
-                    "label": "x",
-                    "model": "m",
-                    "overall": {},
-                    "per_domain": {},
-                    "per_cell": {},
-                    "tasks": [{"id": "a", "domain": "d"}],
-                }
-            ),
-            "tasks[0].passed",
-        ),  # fmt: skip
-        (
-            json.dumps(
-                {
-                    "format": FORMAT,
-                    "label": "x",
-                    "model": "m",
-                    "overall": {},
-                    "per_domain": {},
-                    "per_cell": {},
-                    "tasks": [
-                        {"id": "a", "domain": "d", "passed": True},
-                        {"id": "b", "domain": "d", "passed": True},
-                        {"id": "a", "domain": "d", "passed": False},
-                    ],
-                }
+            _bare(
+                tasks=[_task("a", passed=True), _task("b", passed=True), _task("a", passed=False)]
             ),
             "tasks[2].id 'a' repeats tasks[0].id",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_a_malformed_results_file_names_the_problem(

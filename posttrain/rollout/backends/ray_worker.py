@@ -73,9 +73,9 @@ class EpisodeWorker:
         # `shared` = [engine factory, tokenizer] as refs the driver keeps, fetched here
         # (again after a restart): passed nested, not as arguments in the object store,
         # which Ray flags for actors with restarts (ray-project/ray#53727).
-        factory, tokenizer = ray.get(shared)
-        engine_factory: Callable[[], Engine] = factory
-        self.rank, self.factory, self.tokenizer = rank, engine_factory, tokenizer
+        self.factory: Callable[[], Engine]
+        self.factory, self.tokenizer = ray.get(shared)
+        self.rank = rank
         self.get_domain, self.params = get_domain, params
         self.max_context, self.over_long, self.tool_policy = max_context, over_long, tool_policy
         self.ledger = ledger  # the key prefix of this run's chunk-started markers
