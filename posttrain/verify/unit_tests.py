@@ -75,6 +75,10 @@ def run_hidden_cases(code: str, function: str, cases: list[list[Any]], timeout: 
     try:
         rows = json.loads(line[len(marker) :])
     except json.JSONDecodeError:
+        rows = None
+    # The model's code shares the harness's globals: it may have added, removed or
+    # replaced rows of `_results`. Anything but one dict per case is garbled.
+    if not (isinstance(rows, list) and len(rows) == len(cases) and all(isinstance(r, dict) for r in rows)):  # fmt: skip
         return CaseOutcome(
             [None] * len(cases), ["unreadable"] * len(cases), detail="garbled results"
         )

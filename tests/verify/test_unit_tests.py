@@ -53,3 +53,11 @@ def test_a_missing_sandbox_is_an_error_not_a_failure(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(unit_tests, "shared_pool", unavailable)
     outcome = run_hidden_cases("def total(xs): return 0\n", "total", CASES)
     assert outcome.error and "no isolation" in outcome.error
+
+
+@pytest.mark.parametrize("tamper", ["_results.append({'ok': True, 'value': 6})", "_results.append(7)", "_results.clear()"])  # fmt: skip
+def test_results_tampered_by_the_code_are_garbled_not_a_crash(tamper: str) -> None:
+    """The code shares the harness's globals: extra, missing or non-dict rows are garbled."""
+    code = f"def total(xs):\n    {tamper}\n    return sum(xs)\n"
+    outcome = run_hidden_cases(code, "total", CASES)
+    assert outcome.outputs == [None] * 3 and outcome.detail == "garbled results"
