@@ -5,7 +5,7 @@ command that starts a sandbox's fork-server under the strongest mode available:
 
 - ``bwrap``: bubblewrap started under the unprivileged ``nobody`` uid (via setpriv),
   new user/pid/net/ipc/uts/mount namespaces, read-only ``/usr`` and the Python
-  packages, private size-limited tmpfs for ``/workspace``, ``/tmp`` and ``/dev/shm``,
+  packages (an installed posttrain, with the domains' reference code, hidden), private size-limited tmpfs for ``/workspace``, ``/tmp`` and ``/dev/shm``,
   everything else remounted read-only, empty environment,
   ``--die-with-parent --new-session --cap-drop ALL --disable-userns``, and
   ``--as-pid-1``: the fork-server itself is the namespace's pid 1 (no bubblewrap init
@@ -52,6 +52,9 @@ INSIDE_DIR = Path(__file__).with_name("inside")  # the fork-server's package, bo
 # packages, both read-only, wherever the venv lives on the host.
 SANDBOX_OPT = "/opt/posttrain"
 SANDBOX_SITE = f"{SANDBOX_OPT}/site-packages"
+# Our own package: installed from a wheel it lies in a folder bound into the sandbox, with
+# every domain's reference code (fixed templates, C sources), so it is hidden there.
+PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 
 DENIED_SYSCALLS = (
     "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root",
@@ -379,12 +382,17 @@ def launch_argv(mode: str, *, fd: int, workspace: str, tmp: str, preload: list[s
     for extra in ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime"):
         if os.path.exists(extra):
             argv += ["--ro-bind", extra, extra]
+    bound = [("/usr", "/usr"), (sp, SANDBOX_SITE)]  # host folder, where tasks see it
     if not python.startswith("/usr/"):
-        argv += [
-            "--ro-bind",
-            os.path.dirname(os.path.dirname(python)),
-            os.path.dirname(os.path.dirname(python)),
-        ]
+        prefix = os.path.dirname(os.path.dirname(python))
+        argv += ["--ro-bind", prefix, prefix]
+        bound.append((prefix, prefix))
+    package = os.path.realpath(PACKAGE_DIR)
+    for host, inside in bound:
+        host = os.path.realpath(host)
+        if os.path.commonpath([host, package]) == host:  # an empty read-only folder over it
+            hidden = os.path.join(inside, os.path.relpath(package, host))
+            argv += ["--tmpfs", hidden, "--remount-ro", hidden]
     # Everything but /workspace, /tmp and /dev/shm (wiped between tasks) is read-only.
     argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
     return [*argv, python, "-S", "-m", "inside.server", *server_args]

@@ -115,3 +115,35 @@ def test_private_host_dirs_sit_in_a_parent_nobody_else_can_list() -> None:
     assert os.path.dirname(parent) == tempfile.gettempdir()
     assert list(modes.values()) == [[0o711, os.geteuid()], [0o700, owner], [0o700, owner]]
     assert kept and not parent_left  # the parent goes with the last folder in it
+
+
+@pytest.mark.skipif(layers.best_mode() != "bwrap", reason="needs bubblewrap isolation")
+def test_an_installed_posttrain_is_hidden_from_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installed from a wheel, posttrain sits in the bound site-packages with every domain's
+    reference code (templates, C sources): tasks must not read it, nor write where it was."""
+    from posttrain.sandbox import Sandbox
+
+    site = tempfile.mkdtemp(prefix="posttrain-site-")
+    try:
+        os.chmod(site, 0o755)
+        os.makedirs(f"{site}/posttrain/domains", mode=0o755)
+        with open(f"{site}/posttrain/domains/templates.py", "w") as f:
+            f.write("REFERENCE = 'the fix'\n")
+        with open(f"{site}/other.py", "w") as f:
+            f.write("OTHER = 1\n")
+        for path in (f"{site}/posttrain/domains/templates.py", f"{site}/other.py"):
+            os.chmod(path, 0o644)
+        monkeypatch.setattr(layers, "site_packages", lambda: site)
+        monkeypatch.setattr(layers, "PACKAGE_DIR", f"{site}/posttrain")
+        probe = (
+            "import os, sys; sys.path.insert(0, '/opt/posttrain/site-packages'); import other\n"
+            "print(other.OTHER, os.listdir('/opt/posttrain/site-packages/posttrain'))\n"
+            "try:\n    open('/opt/posttrain/site-packages/posttrain/x', 'w')\n"
+            "except OSError as exc:\n    print(type(exc).__name__)\n"
+        )
+        with Sandbox(isolation="bwrap") as sb:
+            result = sb.run_python(probe)
+        assert result.ok, result
+        assert result.stdout == "1 []\nOSError\n"
+    finally:
+        shutil.rmtree(site)
