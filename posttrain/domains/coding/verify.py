@@ -71,8 +71,11 @@ class Judge:
         return result
 
     def replace(self, files: Mapping[str, bytes | str]) -> None:
-        """Make the workspace exactly `files` (the next judged state)."""
-        self.sandbox.restore(Snapshot.from_files(files))
+        """Make the workspace exactly `files` (the next judged state), with /tmp, /dev/shm and
+        IPC objects wiped: the judged code must not tell its runs apart by what an earlier
+        run left behind (write-regression-test's buggy and fixed runs, say)."""
+        self.sandbox.set_baseline(Snapshot.from_files(files))
+        self.sandbox.reset()
 
     def __enter__(self) -> Judge:
         return self

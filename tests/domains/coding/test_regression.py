@@ -54,3 +54,17 @@ def test_a_test_that_only_notices_the_file_changed_does_not_pass() -> None:
     )
     verdict = play(DOMAIN, task, [tool_turn("write_file", path=TEST_PATH, content=content), Message("assistant", "ok")])  # fmt: skip
     assert not verdict.passed and verdict.components["fails_on_buggy"] == 0.0
+
+
+def test_a_test_that_tells_the_runs_apart_by_leftover_files_does_not_pass() -> None:
+    """The judge runs the test on the buggy, fixed and edited trees in one sandbox: a file
+    left in /tmp by one run must not let the next one know which tree it is on."""
+    task = DOMAIN.generate(1, 3)
+    content = (
+        "import os\n\n\ndef test_regression():\n"
+        "    runs = len(os.listdir('/tmp')) + len(os.listdir('/dev/shm'))\n"
+        "    open(f'/tmp/run{runs}', 'w').close()\n"
+        "    assert runs == 1  # the second run is the fixed tree\n"
+    )
+    verdict = play(DOMAIN, task, [tool_turn("write_file", path=TEST_PATH, content=content), Message("assistant", "ok")])  # fmt: skip
+    assert not verdict.passed and verdict.components["passes_on_fixed"] == 0.0
