@@ -3,8 +3,8 @@
 The repository's own tests pass (its failing cases are left out); the prompt names
 where the bug is, and at low difficulty one input that shows it. The agent writes
 `tests/test_regression.py`, the only file taken from its workspace. The verdict runs
-that file's `test*` functions (pytest-style asserts, `pytest.raises`; no fixtures) in a
-fresh sandbox three times, by our own harness in a process of its own each time:
+that file's `test*` functions (pytest-style asserts, `pytest.raises`; no fixtures) three
+times, each in a fresh sandbox, by our own harness in a process of its own each time:
 against the buggy repository and against it with a comment appended to the buggy
 files, where some test must fail both times, and against the fixed one, where every
 test must pass. Components: `fails_on_buggy`, `passes_on_fixed`. The commented copy
@@ -148,16 +148,17 @@ class WriteRegressionTestDomain(RepoDomain):
         fixed = pristine | {p: t.encode() for p, t in task.meta["fixed"].items()}
         edited = pristine | {p: pristine[p] + NO_OP_EDIT for p in task.meta["fixed"]}
         runs = []
-        with Judge(pristine) as judge:
-            for files in (pristine, fixed, edited):
-                judge.replace(files)
+        # A fresh sandbox for each tree: in one, a run could tell which tree it is on by
+        # its pid (the fixed tree's run is the second) or by what an earlier run left.
+        for files in (pristine, fixed, edited):
+            with Judge(files) as judge:
                 marker = f"@@coding-{secrets.token_hex(8)}@@"
                 result = judge.exec(
                     ["python3", "-P", "-c", HARNESS.replace("MARKER", marker)], timeout=10
                 )
-                rows = parse_results(result.stdout, marker, 1)
-                value = rows[0].get("value") if rows else None
-                runs.append(value if isinstance(value, list) and all(isinstance(r, dict) for r in value) else [])  # fmt: skip
+            rows = parse_results(result.stdout, marker, 1)
+            value = rows[0].get("value") if rows else None
+            runs.append(value if isinstance(value, list) and all(isinstance(r, dict) for r in value) else [])  # fmt: skip
         return runs[0], runs[1], runs[2]
 
     def corrupt(self, task: Task, reference: Reference) -> list[Reference]:

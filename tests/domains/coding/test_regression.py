@@ -68,3 +68,12 @@ def test_a_test_that_tells_the_runs_apart_by_leftover_files_does_not_pass() -> N
     )
     verdict = play(DOMAIN, task, [tool_turn("write_file", path=TEST_PATH, content=content), Message("assistant", "ok")])  # fmt: skip
     assert not verdict.passed and verdict.components["passes_on_fixed"] == 0.0
+
+
+def test_a_test_that_tells_the_runs_apart_by_its_pid_does_not_pass() -> None:
+    """In one sandbox the fixed tree's run had the next pid after the buggy tree's."""
+    task = DOMAIN.generate(1, 3)
+    for pid in range(2, 6):
+        content = f"import os\n\n\ndef test_regression():\n    assert os.getpid() == {pid}\n"
+        verdict = play(DOMAIN, task, [tool_turn("write_file", path=TEST_PATH, content=content), Message("assistant", "ok")])  # fmt: skip
+        assert not verdict.passed, pid
