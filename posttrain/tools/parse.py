@@ -11,7 +11,9 @@ A block is the JSON value after `<tool_call>` and the closing tag after it, so a
 argument may itself hold the markup (a file that documents tool calls): whatever the
 arguments, `parse_tool_calls(format_tool_call(call))` gives the call back. Only when
 the text after a tag is not one JSON value does the block end at the next closing
-tag. NaN and Infinity, which Python's json reads but JSON lacks, make a call malformed.
+tag. NaN and Infinity, which Python's json reads but JSON lacks, make a call malformed,
+and so do arguments nested deeper than `MAX_NESTING` levels (a rollout holding them
+could not be serialized: recursive copies and encoders run out of stack).
 
 Not guaranteed: the parser does not validate arguments against a tool's schema
 (the tool does that), and it does not look for calls in any other markup (no
@@ -35,6 +37,7 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")  # the whitespace json.loads allows around a value
 _FIRST_WINDOW = 1024  # characters `read_json` reads first
 _LOOKAHEAD = 16  # more than the decoder peeks past a failing token (`-Infinity`, `\uXXXX`)
+MAX_NESTING = 100  # levels of objects and arrays in a call's arguments, the object included
 
 
 @dataclass
@@ -209,7 +212,25 @@ def call_from_payload(payload: Any, index: int) -> ToolCall | str:
             return f'{where}: "{key}" is a string that is not valid JSON'
     if not isinstance(arguments, dict):
         return f'{where}: "{key}" must be a JSON object, got {type(arguments).__name__}'
+    if _nesting_exceeds(arguments, MAX_NESTING):
+        return f'{where}: "{key}" are nested deeper than {MAX_NESTING} levels'
     return ToolCall(name=name.strip(), arguments=arguments)
+
+
+def _nesting_exceeds(value: Any, limit: int) -> bool:
+    """Whether `value` holds objects or arrays more than `limit` levels deep (walked
+    without recursion: the decoder accepts values deeper than Python's stack allows
+    a recursive walk from here)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def parse_tool_calls(text: str) -> ParsedCalls:

@@ -18,7 +18,8 @@ from posttrain.tools import (
     strip_tool_calls,
 )
 from posttrain.tools import parse as parse_module
-from posttrain.types import ToolCall
+from posttrain.tools.parse import MAX_NESTING
+from posttrain.types import Message, ToolCall
 
 CALC = '<tool_call>{"name":"calculator","arguments":{"expression":"3*4"}}</tool_call>'
 
@@ -224,3 +225,24 @@ def test_an_unclosed_string_does_not_hide_a_later_call_that_holds_the_tags() -> 
     parsed = parse_tool_calls(text + format_tool_call(later))
     assert parsed.calls == [later]
     assert len(parsed.errors) == 1 and "Unterminated string" in parsed.errors[0]
+
+
+def _nested_call(levels: int) -> str:
+    """A call whose arguments object holds arrays down to `levels` levels in all."""
+    inner = "[" * (levels - 1) + "]" * (levels - 1)
+    return f'<tool_call>{{"name":"f","arguments":{{"x":{inner}}}}}</tool_call>'
+
+
+def test_arguments_nested_deeper_than_the_limit_are_malformed() -> None:
+    # Deep enough for json to decode, too deep for a Rollout holding it to be serialized.
+    parsed = parse_tool_calls(_nested_call(600) + CALC)
+    assert [c.name for c in parsed.calls] == ["calculator"]
+    assert parsed.errors == [
+        f"tool call 0 ('f'): \"arguments\" are nested deeper than {MAX_NESTING} levels"
+    ]
+
+
+def test_arguments_at_the_nesting_limit_parse_and_serialize() -> None:
+    [call] = parse_tool_calls(_nested_call(MAX_NESTING)).calls
+    message = Message("assistant", "", tool_calls=[call])
+    assert Message.from_json(message.to_json()) == message
