@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -386,9 +387,13 @@ def test_calculator_session_reports_a_missing_expression(
 
 
 def test_calculator_session_survives_deeply_nested_arguments(session: CalculatorSession) -> None:
+    # The parser refuses such text; a call built some other way must not crash either.
     text = '<tool_call>{"name":"calculator","arguments":{"expression":' + "[" * 900
-    calls = parse_tool_calls(text + "]" * 900 + "}}</tool_call>").calls
-    observation = session.call(calls[0])
+    assert parse_tool_calls(text + "]" * 900 + "}}</tool_call>").calls == []
+    nested: list[Any] = []
+    for _ in range(900):
+        nested = [nested]
+    observation = session.call(ToolCall("calculator", {"expression": nested}))
     assert observation.error
     assert session.snapshot()[0].name == "calculator"
 
@@ -411,3 +416,4 @@ def test_calculator_session_refuses_calls_after_close(session: CalculatorSession
     session.close()
     with pytest.raises(RuntimeError, match="closed"):
         calc(session, "1+1")
+
