@@ -9,11 +9,13 @@ writes the compact canonical form (what references and SFT data use), and
 
 A block is the JSON value after `<tool_call>` and the closing tag after it, so a string
 argument may itself hold the markup (a file that documents tool calls): whatever the
-arguments, `parse_tool_calls(format_tool_call(call))` gives the call back. Only when
-the text after a tag is not one JSON value does the block end at the next closing
-tag. NaN and Infinity, which Python's json reads but JSON lacks, make a call malformed,
-and so do arguments nested deeper than `MAX_NESTING` levels (a rollout holding them
-could not be serialized: recursive copies and encoders run out of stack).
+(Unicode) arguments, `parse_tool_calls(format_tool_call(call))` gives the call back.
+Only when the text after a tag is not one JSON value does the block end at the next
+closing tag. NaN and Infinity, which Python's json reads but JSON lacks, make a call malformed,
+and so do arguments nested deeper than `MAX_NESTING` levels and a name or argument
+holding a lone surrogate (`"\\ud800"`, valid JSON syntax but not Unicode text): a
+rollout holding either could not be recorded (recursive copies and encoders run out of
+stack; UTF-8 cannot encode a lone surrogate).
 
 Not guaranteed: the parser does not validate arguments against a tool's schema
 (the tool does that), and it does not look for calls in any other markup (no
@@ -34,6 +36,7 @@ TOOL_CALL_CLOSE = "</tool_call>"
 
 _SNIPPET_CHARS = 60
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")  # the whitespace json.loads allows around a value
 _FIRST_WINDOW = 1024  # characters `read_json` reads first
 _LOOKAHEAD = 16  # more than the decoder peeks past a failing token (`-Infinity`, `\uXXXX`)
@@ -203,6 +206,8 @@ def call_from_payload(payload: Any, index: int) -> ToolCall | str:
     if not isinstance(name, str) or not name.strip():
         return f'{where}: missing "name" (a non-empty string)'
     where = f"{where} ({_snippet(name)})"
+    if surrogate := _surrogate(name):
+        return f'{where}: "name" holds a lone surrogate ({surrogate}), which is not Unicode text'
     key = "parameters" if "parameters" in payload and "arguments" not in payload else "arguments"
     arguments: Any = payload.get(key, {})
     if isinstance(arguments, str):
@@ -212,25 +217,37 @@ def call_from_payload(payload: Any, index: int) -> ToolCall | str:
             return f'{where}: "{key}" is a string that is not valid JSON'
     if not isinstance(arguments, dict):
         return f'{where}: "{key}" must be a JSON object, got {type(arguments).__name__}'
-    if _nesting_exceeds(arguments, MAX_NESTING):
-        return f'{where}: "{key}" are nested deeper than {MAX_NESTING} levels'
+    problem = _arguments_problem(arguments)
+    if problem:
+        return f'{where}: "{key}" {problem}'
     return ToolCall(name=name.strip(), arguments=arguments)
 
 
-def _nesting_exceeds(value: Any, limit: int) -> bool:
-    """Whether `value` holds objects or arrays more than `limit` levels deep (walked
-    without recursion: the decoder accepts values deeper than Python's stack allows
-    a recursive walk from here)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
+def _surrogate(text: str) -> str:
+    """A lone surrogate in `text`, written as its JSON escape; "" when there is none."""
+    found = _SURROGATE.search(text)
+    return f"\\u{ord(found.group()):04x}" if found else ""
+
+
+def _arguments_problem(arguments: dict[str, Any]) -> str:
+    """Why decoded `arguments` cannot be recorded, or "" (walked without recursion: the
+    decoder accepts values deeper than Python's stack allows a recursive walk from here)."""
+    stack: list[tuple[Any, int]] = [(arguments, 1)]
     while stack:
         item, depth = stack.pop()
+        if isinstance(item, str):
+            if surrogate := _surrogate(item):
+                return f"hold a lone surrogate ({surrogate}), which is not Unicode text"
+            continue
         if not isinstance(item, dict | list):
             continue
-        if depth > limit:
-            return True
+        if depth > MAX_NESTING:
+            return f"are nested deeper than {MAX_NESTING} levels"
+        if isinstance(item, dict):
+            stack.extend((key, depth) for key in item)
         children = item.values() if isinstance(item, dict) else item
         stack.extend((child, depth + 1) for child in children)
-    return False
+    return ""
 
 
 def parse_tool_calls(text: str) -> ParsedCalls:

@@ -246,3 +246,25 @@ def test_arguments_at_the_nesting_limit_parse_and_serialize() -> None:
     [call] = parse_tool_calls(_nested_call(MAX_NESTING)).calls
     message = Message("assistant", "", tool_calls=[call])
     assert Message.from_json(message.to_json()) == message
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        '{"name":"f","arguments":{"path":"a\\ud800b"}}',
+        '{"name":"f","arguments":{"x":[{"\\udfff":1}]}}',
+        '{"name":"f","arguments":"{\\"x\\": \\"\\\\ud83d\\"}"}',
+        '{"name":"f\\udc00","arguments":{}}',
+    ],
+)
+def test_a_lone_surrogate_escape_makes_the_call_malformed(call: str) -> None:
+    # Valid JSON syntax, but UTF-8 cannot encode the decoded text: recording fails.
+    parsed = parse_tool_calls(f"<tool_call>{call}</tool_call>{CALC}")
+    assert [c.name for c in parsed.calls] == ["calculator"]
+    assert len(parsed.errors) == 1 and "lone surrogate" in parsed.errors[0]
+    assert "which is not Unicode text" in parsed.errors[0]
+
+
+def test_a_surrogate_pair_escape_is_one_character() -> None:
+    [call] = parse_tool_calls('<tool_call>{"name":"f","arguments":{"e":"\\ud83d\\ude00"}}</tool_call>').calls  # fmt: skip
+    assert call.arguments == {"e": "😀"}
