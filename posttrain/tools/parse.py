@@ -11,7 +11,8 @@ A block is the JSON value after `<tool_call>` and the closing tag after it, so a
 argument may itself hold the markup (a file that documents tool calls): whatever the
 (Unicode) arguments, `parse_tool_calls(format_tool_call(call))` gives the call back.
 Only when the text after a tag is not one JSON value does the block end at the next
-closing tag. NaN and Infinity, which Python's json reads but JSON lacks, make a call malformed,
+closing tag. NaN and Infinity, which Python's json reads but JSON lacks, make a call
+malformed (also when written as a number too large for a float, `1e999`),
 and so do arguments nested deeper than `MAX_NESTING` levels and a name or argument
 holding a lone surrogate (`"\\ud800"`, valid JSON syntax but not Unicode text): a
 rollout holding either could not be recorded (recursive copies and encoders run out of
@@ -25,6 +26,7 @@ Markdown code fences, no bare JSON). It never raises, whatever the text.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,13 +61,26 @@ def _reject_constant(name: str) -> Any:
     raise _NonJsonConstant(f"{name} is not valid JSON")
 
 
-_STRICT = json.JSONDecoder(parse_constant=_reject_constant)
-_LENIENT = json.JSONDecoder(parse_constant=lambda name: None)
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # `1e999` would be an Infinity the parser let through
+        raise _NonJsonConstant(f"{_snippet(text)} is out of range for a float")
+    return value
+
+
+def _finite_float_or_none(text: str) -> float | None:
+    value = float(text)
+    return None if math.isinf(value) else value
+
+
+_STRICT = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_LENIENT = json.JSONDecoder(parse_constant=lambda name: None, parse_float=_finite_float_or_none)
 
 
 def loads_json(text: str) -> Any:
-    """`json.loads` for model output: NaN and Infinity raise ValueError like other bad JSON."""
-    return json.loads(text, parse_constant=_reject_constant)
+    """`json.loads` for model output: NaN and Infinity (also as `1e999`) raise ValueError
+    like other bad JSON."""
+    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
 
 
 @dataclass(slots=True)

@@ -432,3 +432,16 @@ def test_a_lone_surrogate_in_an_argument_makes_the_call_malformed_in_every_forma
     parsed = parse_for_format(text, fmt)
     assert parsed.calls == []
     assert len(parsed.errors) == 1 and "lone surrogate (\\ud800)" in parsed.errors[0]
+
+
+@pytest.mark.parametrize("form", [f for f in FORMS if f != "tool_call canonical"])
+def test_a_number_too_large_for_a_float_makes_the_call_malformed_in_every_format(
+    form: str,
+) -> None:
+    fmt, write = FORMS[form]
+    for pad in [0, 1_020]:  # the number far from, then across, the first read window's cut
+        call = ToolCall("f", {"s": "x" * pad, "x": [1, math.inf]})
+        text = write([call], json.dumps).replace("Infinity", "1e999")
+        parsed = parse_for_format(text, fmt)
+        assert parsed.calls == [] and len(parsed.errors) == 1
+        assert "invalid JSON ('1e999' is out of range for a float)" in parsed.errors[0]

@@ -268,3 +268,25 @@ def test_a_lone_surrogate_escape_makes_the_call_malformed(call: str) -> None:
 def test_a_surrogate_pair_escape_is_one_character() -> None:
     [call] = parse_tool_calls('<tool_call>{"name":"f","arguments":{"e":"\\ud83d\\ude00"}}</tool_call>').calls  # fmt: skip
     assert call.arguments == {"e": "😀"}
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "1.5E+400"])
+def test_a_number_too_large_for_a_float_makes_the_call_malformed(number: str) -> None:
+    # Python reads it as an infinity, which the parser refuses as it refuses Infinity.
+    parsed = parse_tool_calls(f'<tool_call>{{"name":"f","arguments":{{"x":{number}}}}}</tool_call>')
+    assert parsed.calls == []
+    assert parsed.errors == [
+        f"tool call 0: invalid JSON ({number!r} is out of range for a float) in "
+        f'\'{{"name":"f","arguments":{{"x":{number}}}}}\''
+    ]
+
+
+def test_a_number_too_large_for_a_float_in_arguments_given_as_a_string_is_reported() -> None:
+    parsed = parse_tool_calls('<tool_call>{"name":"f","arguments":"{\\"x\\": 1e999}"}</tool_call>')
+    assert parsed.calls == []
+    assert parsed.errors == ["tool call 0 ('f'): \"arguments\" is a string that is not valid JSON"]
+
+
+def test_large_finite_and_tiny_floats_parse() -> None:
+    text = '<tool_call>{"name":"f","arguments":{"big":1.7e308,"tiny":1e-999}}</tool_call>'
+    assert parse_tool_calls(text).calls[0].arguments == {"big": 1.7e308, "tiny": 0.0}
