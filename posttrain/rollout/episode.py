@@ -215,20 +215,29 @@ def open_group(
 ) -> list[EpisodeState]:
     """`n` fresh episodes of `task`, its prompt fitted to `max_context` by `policy`.
     An episode that cannot start is returned already done, with the reason as its error
-    and no session: all `n` when the prompt cannot fit or the domain lookup raises, each
-    one whose `domain.open` raises. So a group may mix done and running episodes."""
+    and no session: all `n` when the prompt cannot fit, the chat template refuses it or
+    the domain lookup raises, each one whose `domain.open` raises. So a group may mix
+    done and running episodes."""
     problem = None
-    if max_context is not None:
+    try:
+        ids = prompt_ids(tokenizer, task)  # rendered and encoded once for the group
+    except Exception as exc:  # a template refusing this prompt (a role it lacks): task fails
+        problem = f"chat template refused the prompt: {type(exc).__name__}: {exc}"
+        # The prompt as plain text, for the trace (and trainers need a prompt token).
+        ids = encode(tokenizer, "\n\n".join(f"{m.role}: {m.content}" for m in task.prompt))
+    if problem is None and max_context is not None:
         try:
-            task = fit_prompt(task, tokenizer, max_context, params.max_tokens, policy)
+            fitted = fit_prompt(task, tokenizer, max_context, params.max_tokens, policy)
         except PromptTooLongError as exc:
             problem = str(exc)
+        else:
+            if fitted is not task:
+                task, ids = fitted, prompt_ids(tokenizer, fitted)
     domain: Domain | None = None
     try:
         domain = get_domain(task.domain)
     except Exception as exc:  # e.g. a worker that lacks a plug-in domain: this task fails
         problem = problem or f"domain lookup failed: {type(exc).__name__}: {exc}"
-    ids = prompt_ids(tokenizer, task)  # rendered and encoded once for the group
     group = [_open(task, domain, list(ids), problem) for _ in range(n)]
     fmt = detect_tool_format(tokenizer)
     group_key = uuid.uuid4().hex

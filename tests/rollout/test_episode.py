@@ -276,3 +276,29 @@ def test_a_prompt_that_leaves_no_room_opens_no_session(tokenizer: Any) -> None:
         [task], ReplayEngine(tokenizer), tokenizer, PARAMS, lambda _: counting, max_context=limit
     )
     assert too_long.error is not None and counting.opens == 0
+
+
+@pytest.mark.parametrize("max_context", [None, 4096])
+def test_a_prompt_the_chat_template_refuses_fails_its_task_only(
+    tokenizer: Any, max_context: int | None
+) -> None:
+    import copy
+    import dataclasses
+
+    strict = copy.deepcopy(tokenizer)  # refuses a system message, as Gemma's template does
+    strict.chat_template = (
+        "{% if messages[0]['role'] == 'system' %}"
+        "{{ raise_exception('System role not supported') }}{% endif %}" + tokenizer.chat_template
+    )
+    plain, other = calculator_task(0), calculator_task(1)
+    with_system = dataclasses.replace(other, prompt=[Message("system", "Be brief."), *other.prompt])
+    engine = ReplayEngine(strict)
+    for task in (plain, with_system):
+        engine.add(task.id, lookup(task.domain).reference(task))
+    [fine], [refused] = run_episodes(
+        [plain, with_system], engine, strict, PARAMS, lookup, max_context=max_context
+    )
+    assert fine.verdict.passed
+    assert refused.error == "chat template refused the prompt: TemplateError: System role not supported"  # fmt: skip
+    assert refused.turns == [] and refused.reward == 0.0 and not refused.verdict.passed
+    assert refused.prompt_ids  # trainers refuse a rollout without prompt tokens
