@@ -131,7 +131,8 @@ def failed_groups(
     jobs: Sequence[tuple[Task, int]], n: int, tokenizer: Any, rank: int, exc: Exception
 ) -> list[list[Rollout]]:
     """For each (task, policy version) of a chunk that raised on worker `rank`, `n`
-    recorded failures (reward 0, `error` naming the exception)."""
+    recorded failures (reward 0, `error` naming the exception; no prompt ids when the
+    prompt cannot be rendered)."""
     cause = getattr(exc, "cause", None) or exc  # a task error carries the worker's exception
     reason = f"rollout worker {rank} failed: {type(cause).__name__}: {cause}"
     return [
@@ -141,7 +142,7 @@ def failed_groups(
                 task_id=task.id,
                 domain=task.domain,
                 difficulty=task.difficulty,
-                prompt_ids=prompt_ids(tokenizer, task),
+                prompt_ids=_prompt_ids_or_empty(tokenizer, task),
                 completion_ids=[],
                 loss_mask=[],
                 logprobs=[],
@@ -155,6 +156,16 @@ def failed_groups(
         ]
         for task, version in jobs
     ]
+
+
+def _prompt_ids_or_empty(tokenizer: Any, task: Task) -> list[int]:
+    """The task's prompt ids, or none when they cannot be made: the prompt may be what
+    failed the chunk, and this record must not fail too (it runs on the gathering
+    thread, which would die and leave every caller waiting)."""
+    try:
+        return prompt_ids(tokenizer, task)
+    except Exception:
+        return []
 
 
 @dataclass
