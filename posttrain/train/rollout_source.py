@@ -218,6 +218,11 @@ def local_scheduler(
         engine = copy.copy(engine)
         plain = merged_copy(model) if is_lora(model) else copy.deepcopy(model)
         engine.model = plain.eval()  # type: ignore[attr-defined]  # loads weights_of(model)
+        # The shallow copy would share the KV cache with the trainer's engine, which
+        # evaluates while this one generates: each would clear (and race on) the other's.
+        kept = getattr(engine, "prefix_cache", None)
+        if kept is not None:
+            engine.prefix_cache = type(kept)(kept.max_tokens)  # type: ignore[attr-defined]
     sched_cfg = SchedulerConfig(
         engine_slots=cfg.engine_slots,
         env_workers=cfg.env_workers,

@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from posttrain.config import ConfigError, GRPOConfig, RolloutConfig, load_config
-from posttrain.engines import HFEngine
+from posttrain.domains import get_domain
+from posttrain.engines import GenerationRequest, HFEngine, SamplingParams
 from posttrain.train.grpo import train_grpo
 from posttrain.train.mixture import TaskSampler
-from posttrain.train.rollout_source import ScheduledSource
+from posttrain.train.rollout_source import ScheduledSource, local_scheduler
 from tests.train.test_grpo import EvenFirstToken, run_grpo, weights
 
 CFG = GRPOConfig(steps=3, batch_size=8, group_size=4, minibatch_size=8, lr=1e-3)
@@ -110,3 +111,23 @@ def test_grpo_on_one_ray_worker_trains_exactly_as_the_local_lockstep_loop(
     assert ray_losses == pytest.approx(local_losses, rel=1e-5)
     for name, value in local_weights.items():
         torch.testing.assert_close(ray_weights[name], value)
+
+
+def test_the_async_schedulers_engine_copy_keeps_its_own_kv_caches(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    # The trainer's engine evaluates (`after_step`) while the scheduler's copy generates
+    # on its own thread: one shared cache would be cleared, and mutated, by both.
+    engine = HFEngine(tiny_model, tokenizer, seed=0)
+    params = SamplingParams(max_tokens=2, temperature=0.0)
+    cfg = RolloutConfig(mode="scheduled", max_staleness=1)
+    sched, own_copy = local_scheduler(cfg, tiny_model, engine, tokenizer, get_domain, params, None, None)  # fmt: skip
+    try:
+        assert own_copy
+        ids = tokenizer.encode("1+1=", add_special_tokens=False)
+        sched.engine.generate([GenerationRequest(ids, params, episode="scheduled")])
+        engine.generate([GenerationRequest(ids, params, episode="evaluated")])
+        assert "scheduled" in sched.engine.prefix_cache  # type: ignore[attr-defined]
+        assert "scheduled" not in engine.prefix_cache  # type: ignore[operator]
+    finally:
+        sched.close()
