@@ -306,7 +306,7 @@ class Scheduler(GroupCollector):
     def _serve(self, batch: list[_Work], passed: set[EpisodeState]) -> None:
         """One engine call for `batch`; each result goes on to its next stage, and each
         episode handed on joins `passed`. Episodes already done (their session did not
-        open) are skipped: they were recorded at `submit`."""
+        open) are skipped, their samples' KV caches released: they were recorded at `submit`."""
         now = time.perf_counter()
         live = [w for w in batch if not self._timed_out(w, now, passed)]
         if not live:
@@ -325,7 +325,9 @@ class Scheduler(GroupCollector):
         rows = sum(w.rows for w in live)
         for i, w in enumerate(live):
             for k, ep in enumerate(self._episodes(w)):
-                if ep.done:
+                if ep.done:  # recorded at `submit`, but the engine may keep its sample's cache
+                    with self._cond:
+                        self._finished.append(ep)
                     continue
                 if results is None:
                     ep.error, ep.done = f"engine failed: {error}", True

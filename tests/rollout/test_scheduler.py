@@ -12,6 +12,7 @@ import pytest
 
 from posttrain.domains import STARTER_DOMAINS, get_domain
 from posttrain.engines import Completion, GenerationRequest, ReplayEngine, SamplingParams
+from posttrain.engines.prefix_cache import sample_episode
 from posttrain.rollout import scheduler as scheduler_module
 from posttrain.rollout.episode import run_episodes
 from posttrain.rollout.scheduler import LengthModel, Scheduler, SchedulerConfig
@@ -335,3 +336,36 @@ def test_a_failure_partway_through_a_batch_fails_only_the_episodes_not_yet_hande
     assert handed_on.error is None and handed_on.verdict.passed
     assert failed.error == "scheduler failed: RuntimeError: record bug"
     assert len(recorded) == len(set(recorded)) == 2
+
+
+class KeepingReplay(ReplayEngine):
+    """Replays references, holding the KV caches an `HFEngine` would keep (one per sample
+    of a request that names its episode) until they are released."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        super().__init__(tokenizer)
+        self.kept: set[str] = set()
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+        for r in requests:
+            if r.episode is not None:
+                n = r.params.n
+                self.kept |= {sample_episode(r.episode, s, n) for s in range(n)}
+        return super().generate(requests)
+
+    def release(self, episodes: list[str]) -> None:
+        self.kept -= set(episodes)
+
+
+def test_the_engine_releases_the_kv_cache_of_a_sample_whose_session_did_not_open(
+    tokenizer: Any,
+) -> None:
+    flaky = UnstartableCalculator(fails=lambda k: k == 1)  # multi-turn; the 2nd sample fails
+    task = flaky.generate(0, 3)
+    engine = KeepingReplay(tokenizer)
+    engine.add(task.id, lookup(task.domain).reference(task))
+    params = SamplingParams(max_tokens=256, temperature=0.0, n=2)
+    with Scheduler(engine, tokenizer, lambda _: flaky, params) as sched:
+        [[ok, failed]] = sched.run([task])
+    assert ok.verdict.passed and failed.error is not None
+    assert engine.kept == set()
