@@ -166,6 +166,7 @@ class Scheduler(GroupCollector):
         self._seq = itertools.count()
         self._groups = itertools.count()
         self._done: deque[_Group] = deque()
+        self._running: dict[int, _Group] = {}  # groups not yet finished, by index
         self._finished: list[EpisodeState] = []  # episodes whose engine caches can go
         self._inflight = 0
         self._version = 0
@@ -205,6 +206,8 @@ class Scheduler(GroupCollector):
                 raise
             group = _Group(index, task, group_eps, version, len(group_eps))
             group.rollouts = [None] * len(group_eps)
+            with self._cond:
+                self._running[index] = group
             indices.append(index)
             # Episodes that could not start (prompt too long, session not opened) go
             # straight to recording; the others share the group's first turn.
@@ -232,15 +235,31 @@ class Scheduler(GroupCollector):
         return out
 
     def close(self) -> None:
-        """Stop the engine thread and the pools; waiting callers get a RuntimeError."""
+        """Stop the engine thread and the pools, and close the sessions of the episodes
+        left unfinished; waiting callers get a RuntimeError."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
         self._thread.join()
-        release_caches(self.engine, self._finished)
-        self._finished = []
         self._env.shutdown(wait=True, cancel_futures=True)
         self._verify.shutdown(wait=True, cancel_futures=True)
+        release_caches(self.engine, self._finished)
+        self._finished = []
+        with self._cond:
+            unfinished = [
+                ep
+                for group in self._running.values()
+                for ep, rollout in zip(group.episodes, group.rollouts, strict=True)
+                if rollout is None
+            ]
+            self._running.clear()
+        for ep in unfinished:  # a session may hold a sandbox
+            session, ep.session = ep.session, None
+            try:
+                if session is not None:
+                    session.close()
+            except Exception:  # best effort: the episode is abandoned either way
+                pass
 
     def __enter__(self) -> Scheduler:
         return self
@@ -441,6 +460,7 @@ class Scheduler(GroupCollector):
                 if group.remaining == 0:
                     self._inflight -= 1
                     self._done.append(group)
+                    self._running.pop(group.index, None)
                 self._cond.notify_all()
 
         self._verify.submit(verify)

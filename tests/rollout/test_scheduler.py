@@ -369,3 +369,33 @@ def test_the_engine_releases_the_kv_cache_of_a_sample_whose_session_did_not_open
         [[ok, failed]] = sched.run([task])
     assert ok.verdict.passed and failed.error is not None
     assert engine.kept == set()
+
+
+class GatedEngine(SlowEngine):
+    """`SlowEngine` whose calls wait for `gate`."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        super().__init__(tokenizer)
+        self.gate = threading.Event()
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+        self.busy.set()
+        assert self.gate.wait(5.0)
+        return super().generate(requests)
+
+
+def test_close_closes_the_sessions_of_episodes_left_unfinished(tokenizer: Any) -> None:
+    counting = UnstartableCalculator(fails=lambda k: False)
+    engine = GatedEngine(tokenizer)
+    sched = Scheduler(engine, tokenizer, lambda _: counting, PARAMS, SchedulerConfig(engine_slots=1))  # fmt: skip
+    sched.submit([counting.generate(0, 3)])
+    assert engine.busy.wait(2.0)  # the first group is in the engine
+    sched.submit([counting.generate(1, 3)])  # the second waits in the queue
+    closer = threading.Thread(target=sched.close)
+    closer.start()
+    with sched._cond:
+        assert sched._cond.wait_for(lambda: sched._closed, timeout=2.0)
+    engine.gate.set()  # the engine thread finishes its call, then stops
+    closer.join(5.0)
+    assert not closer.is_alive()
+    assert counting.opens == 2 and all(s.closed for s in counting.sessions)
