@@ -426,7 +426,7 @@ class Scheduler(GroupCollector):
             self.stats["env"].served(time.perf_counter() - start, 1)
             self._after_turn(group, ep)
 
-        self._env.submit(step)
+        self._submit(self._env, "env", step)
 
     def _after_turn(self, group: _Group, ep: EpisodeState) -> None:
         limit = self.cfg.episode_timeout_s
@@ -463,4 +463,15 @@ class Scheduler(GroupCollector):
                     self._running.pop(group.index, None)
                 self._cond.notify_all()
 
-        self._verify.submit(verify)
+        self._submit(self._verify, "verify", verify)
+
+    def _submit(self, pool: ThreadPoolExecutor, stage: str, job: Callable[[], None]) -> None:
+        """`job` on `pool`, counted in `stage`'s queue depth until a worker takes it."""
+        stats = self.stats[stage]
+        stats.enqueued(+1)
+
+        def run() -> None:
+            stats.enqueued(-1)
+            job()
+
+        pool.submit(run)

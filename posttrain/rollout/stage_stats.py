@@ -2,6 +2,7 @@
 
     stats = StageStats("engine")
     stats.queued(depth)                 # after each change of the stage's queue
+    stats.enqueued(+1); stats.enqueued(-1)   # ... or each change, where the length is unseen
     stats.served(seconds, items=8)      # one call of the stage, and what it served
     stats.as_metrics(wall_s, workers)   # {"sched/engine/utilization": ..., ...}
 
@@ -36,6 +37,13 @@ class StageStats:
         with self._lock:
             self.depth = depth
             self.max_depth = max(self.max_depth, depth)
+
+    def enqueued(self, change: int) -> None:
+        """The stage's queue grew (+1) or shrank (-1), for a stage that does not see its
+        queue's length (a thread pool's)."""
+        with self._lock:
+            self.depth += change
+            self.max_depth = max(self.max_depth, self.depth)
 
     def served(self, seconds: float, items: int) -> None:
         with self._lock:

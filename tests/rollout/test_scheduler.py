@@ -399,3 +399,28 @@ def test_close_closes_the_sessions_of_episodes_left_unfinished(tokenizer: Any) -
     closer.join(5.0)
     assert not closer.is_alive()
     assert counting.opens == 2 and all(s.closed for s in counting.sessions)
+
+
+def test_the_verify_stage_reports_the_depth_of_its_queue(tokenizer: Any) -> None:
+    gate, entered = threading.Event(), threading.Event()
+    addition_domain = lookup("arith/addition-v1")
+
+    def verify(self: Any, task: Task, rollout: Rollout, session: Any) -> Any:
+        entered.set()
+        assert gate.wait(5.0)
+        return type(addition_domain).verify(self, task, rollout, session)
+
+    gated = type("GatedAddition", (type(addition_domain),), {"verify": verify})()
+    cfg = SchedulerConfig(verify_workers=1)
+    with Scheduler(SlowEngine(tokenizer), tokenizer, lambda _: gated, PARAMS, cfg) as sched:
+        sched.submit([addition(s, 1) for s in range(3)])
+        assert entered.wait(5.0)  # one verification runs; the other two wait for the worker
+        deadline = time.monotonic() + 5.0
+        while sched.metrics()["sched/verify/queue_depth"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sched.metrics()["sched/verify/queue_depth"] == 2.0
+        gate.set()
+        assert len(sched.collect(3)) == 3
+        metrics = sched.metrics()
+    assert metrics["sched/verify/queue_depth"] == 0.0
+    assert metrics["sched/verify/queue_depth_max"] >= 2.0
