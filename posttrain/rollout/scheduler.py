@@ -89,6 +89,11 @@ class SchedulerConfig:
         for name in ("engine_slots", "env_workers", "verify_workers", "max_inflight_groups"):
             if getattr(self, name) < 1:
                 raise ValueError(f"SchedulerConfig.{name} must be ≥ 1, got {getattr(self, name)}")
+        for name in ("engine_retries", "retry_backoff_s", "aging"):
+            if not getattr(self, name) >= 0:  # NaN too
+                raise ValueError(f"SchedulerConfig.{name} must be ≥ 0, got {getattr(self, name)}")
+        if self.episode_timeout_s is not None and not self.episode_timeout_s > 0:
+            raise ValueError(f"SchedulerConfig.episode_timeout_s must be > 0, got {self.episode_timeout_s}")  # fmt: skip
         if self.order not in ("longest_first", "fifo"):
             raise ValueError(f"SchedulerConfig.order must be longest_first or fifo, got {self.order!r}")  # fmt: skip
 

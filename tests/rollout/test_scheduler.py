@@ -216,9 +216,19 @@ def test_a_closed_scheduler_refuses_work() -> None:
         sched.collect(1)
 
 
-def test_bad_settings_are_named() -> None:
-    with pytest.raises(ValueError, match="env_workers"):
-        SchedulerConfig(env_workers=0)
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("env_workers", 0),
+        ("engine_retries", -1),  # was: every episode "scheduler failed: AssertionError"
+        ("retry_backoff_s", -0.1),  # was: "ValueError: sleep length must be non-negative"
+        ("aging", -1.0),  # old work would wait ever longer: starvation
+        ("episode_timeout_s", 0.0),
+    ],
+)
+def test_bad_settings_are_named(setting: str, value: float) -> None:
+    with pytest.raises(ValueError, match=setting):
+        SchedulerConfig(**{setting: value})
 
 
 def count_finishes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
