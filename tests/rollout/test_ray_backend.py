@@ -266,3 +266,21 @@ def test_ensure_ray_joins_a_running_ray_and_bad_settings_are_named(ray_local: An
     assert ensure_ray() is False
     with pytest.raises(ValueError, match="chunk_groups"):
         RayRollouts(lambda: None, None, lookup, PARAMS, chunk_groups=0)  # type: ignore[arg-type, return-value]
+
+
+class FailingFactory:
+    def __call__(self) -> Any:
+        raise RuntimeError("no engine here")
+
+
+def test_workers_that_fail_to_start_leave_no_ray_this_object_started(
+    ray_local: Any, tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from posttrain.rollout.backends import ray_backend
+
+    shut: list[bool] = []
+    monkeypatch.setattr(ray_backend, "ensure_ray", lambda address: True)  # as if it started Ray
+    monkeypatch.setattr(ray_local, "shutdown", lambda: shut.append(True))
+    with pytest.raises(RuntimeError, match="failed to start"):
+        RayRollouts(FailingFactory(), tokenizer, lookup, PARAMS, workers=1)
+    assert shut == [True]

@@ -118,6 +118,8 @@ class RayRollouts(GroupCollector):
             self._incarnations = set(ray.get([a.ready.remote() for a in self.actors]))
         except ray.exceptions.RayError as exc:
             self._kill_actors()
+            if self.started_ray:  # no object is left whose close() would shut it down
+                ray.shutdown()
             raise RuntimeError(f"a rollout worker failed to start: {exc}") from exc
         self._cond = threading.Condition()
         self._pending: dict[ray.ObjectRef, _Chunk] = {}
