@@ -9,10 +9,11 @@ episode loop fills); it becomes one `POST /chat/completions` with `n`,
 `temperature` (0 = greedy), `top_p`, `max_tokens` and `stop`, sent concurrently up
 to `concurrency` requests at a time. Construction checks the server
 (`GET /models`) and picks the model: the one named, or the server's only one.
-Failures raise `EndpointError` with a one-line message. Connection errors,
-timeouts, 429 and 5xx are retried with exponential backoff and jitter
-(`max_retries` times); other 4xx never are. The API key is read from the
-environment variable `api_key_env` (no header when it is unset).
+Failures raise `EndpointError` with a one-line message, a reply that is not a
+chat completion included. Connection errors, timeouts, 429 and 5xx are retried
+with exponential backoff and jitter (`max_retries` times); other 4xx never are.
+The API key is read from the environment variable `api_key_env` (no header when
+it is unset).
 
 The local `tokenizer` is used for accounting only: `Completion.token_ids` is its
 encoding of the returned text, so rollouts line up with the local model's
@@ -191,12 +192,19 @@ class OpenAIEngine:
             body["stop"] = list(p.stop)
         if self.logprobs:
             body["logprobs"] = True
-        data = self._send("POST", "/chat/completions", body).json()
-        choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
-        if len(choices) != p.n:
-            raise EndpointError(f"{self.base_url} returned {len(choices)} choices for n={p.n}")
-        usage = data.get("usage") or {}
-        return [self._completion(choice, usage, p.n) for choice in choices]
+        response = self._send("POST", "/chat/completions", body)
+        try:
+            data = response.json()
+            choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
+            if len(choices) != p.n:
+                raise EndpointError(f"{self.base_url} returned {len(choices)} choices for n={p.n}")
+            usage = data.get("usage") or {}
+            return [self._completion(choice, usage, p.n) for choice in choices]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # not JSON, wrong shape
+            reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+            raise EndpointError(
+                f"POST {response.url} answered with a malformed chat completion ({reason})"
+            ) from None
 
     def _completion(self, choice: dict[str, Any], usage: dict[str, Any], n: int) -> Completion:
         text = (choice.get("message") or {}).get("content") or ""

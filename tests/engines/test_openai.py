@@ -230,3 +230,24 @@ def test_a_spec_names_the_url_and_optionally_the_model() -> None:
 def test_a_malformed_spec_is_refused(spec: str) -> None:
     with pytest.raises(ValueError, match="openai:"):
         parse_openai_spec(spec)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        httpx.Response(200, text="<html>a proxy's error page</html>"),
+        httpx.Response(200, json=["not", "an", "object"]),
+        httpx.Response(200, json={"choices": ["not a choice"]}),
+        httpx.Response(200, json={"choices": [{"message": {"content": 42}}]}),
+        httpx.Response(
+            200,
+            json={"choices": [{"message": {"content": "a"}, "logprobs": {"content": [{}]}}]},
+        ),
+    ],
+    ids=["not-json", "a-list", "a-string-choice", "non-text-content", "logprobs-without-logprob"],
+)
+def test_a_malformed_chat_completion_raises_an_endpoint_error(answer: httpx.Response) -> None:
+    handler, seen = fake(lambda r: answer)
+    with pytest.raises(EndpointError, match=r"/chat/completions answered with a malformed chat"):
+        ask(engine_for(handler, max_retries=3))
+    assert len(seen) == 1  # the server answered: retrying would not change its answer
