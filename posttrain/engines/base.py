@@ -69,7 +69,8 @@ class GenerationRequest:
 @dataclass
 class Completion:
     """One sample. `logprobs[i]` is the log-probability of `token_ids[i]` under the
-    sampling distribution (temperature applied; greedy uses temperature 1)."""
+    temperature-scaled softmax (greedy uses temperature 1), before any top-p cut: the
+    quantity the trainer's forward computes, not the renormalized nucleus."""
 
     token_ids: list[int]
     logprobs: list[float]

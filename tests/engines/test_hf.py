@@ -121,6 +121,17 @@ def test_sampled_logprobs_are_under_the_tempered_distribution(
     assert torch.allclose(torch.tensor(completion.logprobs), expected, atol=1e-4)
 
 
+def test_top_p_does_not_renormalize_the_reported_logprobs(
+    scrambled_model: Any, tokenizer: Any
+) -> None:
+    engine = HFEngine(scrambled_model, tokenizer)
+    prompt = encode(tokenizer, "hello")
+    params = SamplingParams(max_tokens=8, temperature=0.7, top_p=0.5)
+    [[completion]] = engine.generate([GenerationRequest(prompt, params)])
+    expected = forward_logprobs(scrambled_model, prompt, completion, temperature=0.7)
+    assert torch.allclose(torch.tensor(completion.logprobs), expected, atol=1e-4)
+
+
 def test_a_tiny_positive_temperature_decodes_greedily(scrambled_model: Any, tokenizer: Any) -> None:
     # logits / 1e-40 overflow float32 to inf (NaN after the softmax): such a row is greedy.
     engine = HFEngine(scrambled_model, tokenizer)
