@@ -110,6 +110,21 @@ def test_greedy_logprobs_equal_a_plain_forward_pass(scrambled_model: Any, tokeni
         assert torch.allclose(torch.tensor(completion.logprobs), expected, atol=1e-4)
 
 
+def test_greedy_tokens_equal_a_plain_argmax_loop(scrambled_model: Any, tokenizer: Any) -> None:
+    prompts = [encode(tokenizer, p) for p in PROMPTS]  # batched: different lengths, padded
+    params = SamplingParams(max_tokens=10, temperature=0.0, n=2)  # two rows per prompt
+    results = HFEngine(scrambled_model, tokenizer).generate(
+        [GenerationRequest(p, params) for p in prompts]
+    )
+    for prompt, completions in zip(prompts, results, strict=True):
+        ids = list(prompt)
+        with torch.no_grad():
+            while len(ids) - len(prompt) < 10 and ids[-1] != tokenizer.eos_token_id:
+                logits = scrambled_model(input_ids=torch.tensor([ids])).logits  # [1, T, V]
+                ids.append(int(logits[0, -1].argmax()))
+        assert all(c.token_ids == ids[len(prompt) :] for c in completions)
+
+
 def test_sampled_logprobs_are_under_the_tempered_distribution(
     scrambled_model: Any, tokenizer: Any
 ) -> None:
