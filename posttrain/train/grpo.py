@@ -39,6 +39,7 @@ from posttrain.train.batches import (
 from posttrain.train.distributed import PolicyReplica, gradient_sync, local_share, main_only, unwrap
 from posttrain.train.losses import (
     batch_advantages,
+    group_spread,
     grpo_advantages,
     grpo_loss,
     masked_mean,
@@ -99,13 +100,13 @@ def step_advantages(rewards: torch.Tensor, cfg: GRPOConfig) -> tuple[torch.Tenso
     plan = loss_plan(cfg)
     if plan.baseline == "batch":
         advantages = batch_advantages(rewards)
-        has_signal = bool(rewards.numel() > 1 and rewards.float().std() > 0)
+        has_signal = bool(group_spread(rewards, rewards.numel()).any())
         return advantages, list(range(rewards.numel())) if has_signal else []
     if plan.baseline == "rloo":
         advantages = rloo_advantages(rewards, cfg.group_size)
     else:
         advantages = grpo_advantages(rewards, cfg.group_size, scale=plan.scale)
-    spread = rewards.view(-1, cfg.group_size).std(dim=1) > 0  # [B]
+    spread = group_spread(rewards, cfg.group_size)  # [B]
     return advantages, [i for i in range(rewards.numel()) if spread[i // cfg.group_size]]
 
 
@@ -222,7 +223,7 @@ def train_grpo(
             ]
             if cfg.overlong_filter:  # DAPO: a cut-off answer's reward says little about its tokens
                 keep = [i for i in keep if not truncated[i]]
-            spread = rewards.view(-1, cfg.group_size).std(dim=1) > 0  # [B]
+            spread = group_spread(rewards, cfg.group_size)  # [B]
 
             # 3. Policy update on the kept rollouts.
             t1 = time.perf_counter()

@@ -158,6 +158,13 @@ def _groups(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
     return rewards.view(-1, group_size).float()  # [B, G]
 
 
+def group_spread(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Whether each group's rewards differ [B]: compared exactly, not by std > 0, since
+    the float mean of equal rewards (0.86 eight times) can be an ulp off them."""
+    grouped = _groups(rewards, group_size)  # [B, G]
+    return (grouped != grouped[:, :1]).any(dim=1)
+
+
 def grpo_advantages(
     rewards: torch.Tensor, group_size: int, scale: bool = True, eps: float = 1e-6
 ) -> torch.Tensor:
@@ -165,14 +172,15 @@ def grpo_advantages(
 
     `rewards` [B*G] holds groups of `group_size` consecutive samples of one prompt.
     `scale=False` drops the division by the std (Dr. GRPO, Liu et al. 2025). Std is the
-    unbiased one, as in TRL; TRL's eps is 1e-4.
+    unbiased one, as in TRL; TRL's eps is 1e-4. A group of equal rewards gets exactly 0.
     """
     grouped = _groups(rewards, group_size)  # [B, G]
     centered = grouped - grouped.mean(dim=1, keepdim=True)
     if scale:
         std = grouped.std(dim=1, keepdim=True) if group_size > 1 else torch.ones_like(grouped)
         centered = centered / (std + eps)
-    return centered.view(-1)  # [B*G]
+    spread = group_spread(rewards, group_size)[:, None]  # [B, 1]
+    return torch.where(spread, centered, 0.0).view(-1)  # [B*G]
 
 
 def rloo_advantages(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
@@ -182,17 +190,17 @@ def rloo_advantages(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
         raise ValueError(f"RLOO needs at least 2 samples per group, got {group_size}")
     grouped = _groups(rewards, group_size)  # [B, G]
     baseline = (grouped.sum(dim=1, keepdim=True) - grouped) / (group_size - 1)
-    return (grouped - baseline).view(-1)
+    spread = group_spread(rewards, group_size)[:, None]  # [B, 1]
+    return torch.where(spread, grouped - baseline, 0.0).view(-1)
 
 
 def batch_advantages(rewards: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """REINFORCE++-style global baseline (Hu 2025): (r − mean_batch) / (std_batch + eps)
-    over every reward of the batch [N] → [N] (unbiased std; 0 for a single reward)."""
+    over every reward of the batch [N] → [N] (unbiased std; 0 when all are equal)."""
     flat = rewards.float().view(-1)
-    centered = flat - flat.mean()
-    if flat.numel() < 2:
-        return centered
-    return centered / (flat.std() + eps)
+    if not bool(group_spread(flat, flat.numel()).any()):
+        return torch.zeros_like(flat)
+    return (flat - flat.mean()) / (flat.std() + eps)
 
 
 # ---- the clipped-surrogate policy loss ------------------------------------------------------

@@ -85,6 +85,20 @@ def test_reinforce_pp_keeps_nothing_when_the_whole_batch_agrees() -> None:
 
 
 @pytest.mark.parametrize("loss", VARIANTS)
+def test_equal_partial_credit_rewards_give_no_signal(loss: str) -> None:
+    # Eight equal rewards whose float32 mean is 1 ulp off them: no spread, nothing kept.
+    rewards = torch.tensor([0.86] * 8 + [1.0, 0.0, 0.0, 1.0] * 2)
+    cfg = GRPOConfig(group_size=8, loss=loss)  # type: ignore[arg-type]
+    adv, keep = step_advantages(rewards, cfg)
+    if loss == "reinforce_pp":  # the batch has spread: the 0.86s are above its mean
+        assert keep == list(range(16))
+    else:
+        assert torch.equal(adv[:8], torch.zeros(8)) and keep == list(range(8, 16))
+    _, keep = step_advantages(rewards[:8], cfg)
+    assert keep == []
+
+
+@pytest.mark.parametrize("loss", VARIANTS)
 def test_a_two_step_run_of_each_variant_logs_finite_losses(
     tiny_model: Any, tokenizer: Any, loss: str
 ) -> None:

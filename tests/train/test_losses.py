@@ -11,6 +11,7 @@ from posttrain.train.losses import (
     aggregate,
     batch_advantages,
     dpo_loss,
+    group_spread,
     grpo_advantages,
     grpo_loss,
     rloo_advantages,
@@ -34,6 +35,23 @@ def test_grpo_advantages_of_a_group_with_equal_rewards_are_zero_not_nan() -> Non
     adv = grpo_advantages(torch.tensor([1.0, 1.0, 1.0, 1.0]), group_size=4)
     assert not torch.isnan(adv).any()
     assert torch.equal(adv, torch.zeros(4))
+
+
+# 0.86 eight times: in float32 the group mean is 1 ulp off 0.86, so a std-based test
+# of spread sees ~7e-8 and the std-scaled deviations come out near ±0.06.
+PARTIAL_CREDIT = torch.tensor([0.86] * 8)
+
+
+def test_advantages_of_equal_partial_credit_rewards_are_exactly_zero() -> None:
+    assert torch.equal(grpo_advantages(PARTIAL_CREDIT, group_size=8), torch.zeros(8))
+    assert torch.equal(grpo_advantages(PARTIAL_CREDIT, 8, scale=False), torch.zeros(8))
+    assert torch.equal(rloo_advantages(PARTIAL_CREDIT, group_size=8), torch.zeros(8))
+    assert torch.equal(batch_advantages(PARTIAL_CREDIT), torch.zeros(8))
+
+
+def test_group_spread_is_whether_any_reward_differs_from_its_groups_first() -> None:
+    rewards = torch.cat([PARTIAL_CREDIT, torch.tensor([0.86] * 7 + [0.85])])
+    assert group_spread(rewards, group_size=8).tolist() == [False, True]
 
 
 def test_grpo_advantages_without_scaling_are_only_centered() -> None:
