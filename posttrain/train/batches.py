@@ -162,6 +162,13 @@ def token_budget_split(lengths: Sequence[int], budget: int | None) -> list[list[
     return groups
 
 
+def micro_split(rollouts: Sequence[Rollout], idx: list[int], budget: int | None) -> list[list[int]]:
+    """The rollout indices `idx` of one minibatch as micro-batches of at most `budget`
+    padded tokens each (`token_budget_split`)."""
+    lengths = [len(rollouts[j].prompt_ids) + len(rollouts[j].completion_ids) for j in idx]
+    return [[idx[k] for k in group] for group in token_budget_split(lengths, budget)]
+
+
 def batch_logprobs(
     model: PreTrainedModel, batch: TokenBatch, temperature: float = 1.0
 ) -> torch.Tensor:

@@ -30,12 +30,7 @@ from posttrain.domains.matrix import family_of
 from posttrain.engines.base import Engine, SamplingParams
 from posttrain.ranks import all_reduce_sum, is_distributed, world_size
 from posttrain.rollout.context_strategy import OverLongPolicy
-from posttrain.train.batches import (
-    TokenBatch,
-    model_device,
-    pack,
-    token_budget_split,
-)
+from posttrain.train.batches import TokenBatch, micro_split, model_device, pack
 from posttrain.train.distributed import PolicyReplica, gradient_sync, local_share, main_only, unwrap
 from posttrain.train.losses import (
     batch_advantages,
@@ -93,11 +88,32 @@ def loss_plan(cfg: GRPOConfig) -> LossPlan:
     return plans[cfg.loss]
 
 
-def step_advantages(rewards: torch.Tensor, cfg: GRPOConfig) -> tuple[torch.Tensor, list[int]]:
+def step_advantages(
+    rewards: torch.Tensor, cfg: GRPOConfig, scored: list[bool] | None = None
+) -> tuple[torch.Tensor, list[int]]:
     """Advantages [B*G] of the variant, and the rollouts worth training on: those of
     groups with reward spread (a group baseline gives the rest zero advantage), or
-    with the batch baseline every rollout as long as the batch has spread."""
+    with the batch baseline every rollout as long as the batch has spread. `scored`
+    False marks a rollout whose verifier raised: its reward 0 is no verdict, so it is
+    left out of the baselines (each over the group's, or batch's, other rollouts) and
+    of the loss, never taken for a wrong answer."""
     plan = loss_plan(cfg)
+    if scored is not None and not all(scored):
+        n, size = rewards.numel(), rewards.numel() if plan.baseline == "batch" else cfg.group_size
+        advantages, keep = torch.zeros(n), []
+        for start in range(0, n, size):
+            idx = [i for i in range(start, start + size) if scored[i]]
+            sub = rewards[idx]  # [k]
+            if len(idx) < 2 or not bool(group_spread(sub, len(idx)).any()):
+                continue
+            if plan.baseline == "batch":
+                advantages[idx] = batch_advantages(sub)
+            elif plan.baseline == "rloo":
+                advantages[idx] = rloo_advantages(sub, len(idx))
+            else:
+                advantages[idx] = grpo_advantages(sub, len(idx), scale=plan.scale)
+            keep += idx
+        return advantages, keep
     if plan.baseline == "batch":
         advantages = batch_advantages(rewards)
         has_signal = bool(group_spread(rewards, rewards.numel()).any())
@@ -216,7 +232,8 @@ def train_grpo(
 
             # 2. Advantages; groups with no reward spread carry no gradient and are dropped.
             rewards = torch.tensor([r.reward for r in rollouts])  # [B*G]
-            advantages, keep = step_advantages(rewards, cfg)
+            scored = [r.verdict.error is None for r in rollouts]  # False: the verifier raised
+            advantages, keep = step_advantages(rewards, cfg, scored)
             advantages = advantages.to(device)
             truncated = [
                 r.turns[-1].finish_reason == "length" if r.turns else False for r in rollouts
@@ -376,8 +393,9 @@ def train_grpo(
 
 
 def has_spread(group: list[Rollout]) -> bool:
-    """Whether a group's rewards differ (else a group baseline gives it no gradient)."""
-    return len({r.reward for r in group}) > 1
+    """Whether a group's rewards differ (else a group baseline gives it no gradient);
+    a rollout whose verifier raised has no reward to compare."""
+    return len({r.reward for r in group if r.verdict.error is None}) > 1
 
 
 def select_groups(
@@ -390,13 +408,6 @@ def select_groups(
     with_signal = [g for g in sampled if has_spread(g[1])]
     rest = [g for g in sampled if not has_spread(g[1])]
     return (with_signal + rest)[:count]
-
-
-def micro_split(rollouts: list[Rollout], idx: list[int], budget: int | None) -> list[list[int]]:
-    """The rollout indices `idx` of one minibatch as micro-batches of at most `budget`
-    padded tokens each (`token_budget_split`)."""
-    lengths = [len(rollouts[j].prompt_ids) + len(rollouts[j].completion_ids) for j in idx]
-    return [[idx[k] for k in group] for group in token_budget_split(lengths, budget)]
 
 
 def policy_probe(

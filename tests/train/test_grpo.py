@@ -143,6 +143,29 @@ def test_grpo_leaves_the_weights_alone_when_no_group_has_reward_spread(
     assert all(v["loss"] == 0.0 for v in logged)
 
 
+class YesOrVerifierRaises(SayYes):
+    """SayYes whose verifier raises on any answer but "yes" (the episode loop records
+    that as reward 0 with `Verdict.error` set: no verdict, not a wrong answer)."""
+
+    id = "test/yes-or-raise-v1"
+
+    def verify(self, task: Task, rollout: Rollout, session: Any) -> Verdict:
+        if rollout.final_text != "yes":
+            raise RuntimeError("verifier crashed")
+        return super().verify(task, rollout, session)
+
+
+def test_a_verifier_that_raised_is_not_taken_for_a_wrong_answer(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    before = weights(tiny_model)
+    cfg = SMALL.model_copy(update={"refill_rounds": 0})
+    logged = run_grpo(tiny_model, tokenizer, ["yes", "no"], cfg, domain=YesOrVerifierRaises())
+    assert [v["verifier_error_rate"] for v in logged] == [0.5, 0.5]
+    assert same_weights(before, weights(tiny_model))  # every scored answer passed
+    assert all(v["loss"] == 0.0 for v in logged)
+
+
 def test_grpo_logs_the_expected_keys_each_step(tiny_model: Any, tokenizer: Any) -> None:
     logged = run_grpo(tiny_model, tokenizer, ["yes", "no"], SMALL)
     assert len(logged) == SMALL.steps

@@ -84,6 +84,37 @@ def test_reinforce_pp_keeps_nothing_when_the_whole_batch_agrees() -> None:
     assert keep == []
 
 
+# A group whose one failure is a verifier that raised (reward 0, no verdict) and a
+# group with real spread whose first rollout's verifier raised.
+UNSCORED = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0])
+SCORED = [True, True, False, True, False, True, True, True]
+
+
+@pytest.mark.parametrize("loss", VARIANTS)
+def test_a_rollout_whose_verifier_raised_is_left_out_of_baseline_and_loss(loss: str) -> None:
+    adv, keep = step_advantages(UNSCORED, cfg_for(loss), SCORED)
+    if loss == "reinforce_pp":  # batch baseline over the six scored rewards (four are 1)
+        rewards = UNSCORED[[0, 1, 3, 5, 6, 7]]
+        want = (rewards - rewards.mean()) / (rewards.std() + 1e-6)
+        assert keep == [0, 1, 3, 5, 6, 7]
+        assert torch.allclose(adv[keep], want) and adv[2] == 0 and adv[4] == 0
+        return
+    assert keep == [5, 6, 7]  # the first group's scored rewards agree: no signal
+    assert torch.equal(adv[:5], torch.zeros(5))
+    # [1, 0, 1] over three: mean 2/3; the std-scaled ones divide by the unbiased std
+    want = {"rloo": [0.5, -1.0, 0.5], "dr_grpo": [1 / 3, -2 / 3, 1 / 3]}.get(loss)
+    if want is None:
+        std = math.sqrt(((1 / 3) ** 2 * 2 + (2 / 3) ** 2) / 2)
+        want = [(1 / 3) / std, (-2 / 3) / std, (1 / 3) / std]
+    assert torch.allclose(adv[5:], torch.tensor(want), atol=1e-5)
+
+
+def test_a_batch_whose_verifiers_all_raised_but_one_trains_on_nothing() -> None:
+    for loss in VARIANTS:
+        _, keep = step_advantages(UNSCORED, cfg_for(loss), [True] + [False] * 7)
+        assert keep == []
+
+
 @pytest.mark.parametrize("loss", VARIANTS)
 def test_equal_partial_credit_rewards_give_no_signal(loss: str) -> None:
     # Eight equal rewards whose float32 mean is 1 ulp off them: no spread, nothing kept.
