@@ -90,7 +90,9 @@ def mine_pairs(
     references = {r.task_id: r for r in replay_references(need_reference, tokenizer, get_domain)}
     pairs = []
     for task, group in zip(tasks, groups, strict=True):
-        failed = sorted((r for r in group if not r.verdict.passed), key=lambda r: r.reward)
+        # A verifier that raised (`Verdict.error`) gave no verdict: not a wrong answer.
+        wrong = (r for r in group if not r.verdict.passed and r.verdict.error is None)
+        failed = sorted(wrong, key=lambda r: r.reward)
         if not failed:
             continue
         passed = [r for r in group if r.verdict.passed]

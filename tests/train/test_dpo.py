@@ -126,6 +126,33 @@ def test_mined_pairs_prefer_a_passing_sample_to_the_reference(tokenizer: Any) ->
     assert pair.rejected.final_text == wrong
 
 
+class VerifierRaisesOn:
+    """A domain whose verifier raises on one answer text (the episode loop records
+    reward 0 with `Verdict.error` set: no verdict, not a wrong answer)."""
+
+    def __init__(self, inner: Any, text: str) -> None:
+        self.inner, self.text = inner, text
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def verify(self, task: Task, rollout: Rollout, session: Any) -> Any:
+        if rollout.final_text == self.text:
+            raise RuntimeError("verifier crashed")
+        return self.inner.verify(task, rollout, session)
+
+
+def test_a_sample_whose_verifier_raised_is_never_the_rejected_answer(tokenizer: Any) -> None:
+    task = get_domain("arith/addition-v1").generate(0, 3)
+    wrong = str(int(task.answer) + 1)
+    domain = VerifierRaisesOn(get_domain(task.domain), "crash")
+    for texts, rejected in (([task.answer, "crash", wrong], [wrong]), ([task.answer, "crash"], [])):
+        engine = ScriptedSampler(tokenizer, texts)
+        pairs = mine_pairs([task], engine, tokenizer, lambda _: domain, samples=len(texts),
+                           temperature=1.0, max_tokens=8)  # fmt: skip
+        assert [p.rejected.final_text for p in pairs] == rejected
+
+
 def test_tasks_whose_samples_all_passed_give_no_pair(tokenizer: Any) -> None:
     task = get_domain("arith/addition-v1").generate(0, 3)
     engine = ScriptedSampler(tokenizer, [task.answer])
