@@ -33,9 +33,10 @@ from transformers import PreTrainedModel
 from posttrain.config import DPOConfig
 from posttrain.domains.base import Domain
 from posttrain.engines.base import Engine, SamplingParams
+from posttrain.engines.replay import ReplayEngine
 from posttrain.ranks import all_reduce_sum, any_rank, shard_map, world_size
 from posttrain.rollout.context_strategy import OverLongPolicy
-from posttrain.rollout.episode import replay_references, run_episodes
+from posttrain.rollout.episode import run_episodes
 from posttrain.train.batches import (
     batch_logprobs,
     model_device,
@@ -87,7 +88,16 @@ def mine_pairs(
     need_reference = [
         t for t, g in zip(tasks, groups, strict=True) if not any(r.verdict.passed for r in g)
     ]
-    references = {r.task_id: r for r in replay_references(need_reference, tokenizer, get_domain)}
+    # Replayed under the samples' window and over-long policy, so that both sides of a
+    # pair share the (fitted) prompt and fit the model's context.
+    replay = ReplayEngine(tokenizer)
+    for task in need_reference:
+        replay.add(task.id, get_domain(task.domain).reference(task))
+    replayed = run_episodes(
+        need_reference, replay, tokenizer, SamplingParams(max_tokens=max_tokens, temperature=0.0),
+        get_domain, max_context=max_context, over_long=over_long,
+    )  # fmt: skip
+    references = {g[0].task_id: g[0] for g in replayed}
     pairs = []
     for task, group in zip(tasks, groups, strict=True):
         # A verifier that raised (`Verdict.error`) gave no verdict: not a wrong answer.

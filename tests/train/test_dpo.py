@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from posttrain.config import DPOConfig
-from posttrain.domains import STARTER_DOMAINS, get_domain
+from posttrain.domains import STARTER_DOMAINS, Axes, get_domain
 from posttrain.engines import Completion, GenerationRequest, HFEngine, ReplayEngine, SamplingParams
+from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import replay_references, run_episodes
 from posttrain.train.batches import sequence_logprob_sums
 from posttrain.train.dpo import (
@@ -21,7 +22,7 @@ from posttrain.train.dpo import (
     preference_accuracy,
     train_dpo,
 )
-from posttrain.types import Rollout, Task
+from posttrain.types import Message, Reference, Rollout, Task, Verdict
 
 # Which of `corrupt()`'s wrong answers is rejected: the first, except for sorting, where
 # the descending list (as long as the answer) replaces the unsorted input.
@@ -151,6 +152,44 @@ def test_a_sample_whose_verifier_raised_is_never_the_rejected_answer(tokenizer: 
         pairs = mine_pairs([task], engine, tokenizer, lambda _: domain, samples=len(texts),
                            temperature=1.0, max_tokens=8)  # fmt: skip
         assert [p.rejected.final_text for p in pairs] == rejected
+
+
+class LongSayYes:
+    """A one-turn domain with a 570-token prompt whose answer is "yes"."""
+
+    id = "test/long-say-yes-v1"
+    axes = Axes("text", "none", "single", "exact")
+    max_turns = 1
+
+    def generate(self, seed: int, difficulty: int) -> Task:
+        prompt = [Message("user", "filler " * 80 + "say yes")]
+        return Task(f"{self.id}@{seed}", self.id, prompt, "yes", difficulty, seed)
+
+    def reference(self, task: Task) -> Reference:
+        return Reference.single("yes")
+
+    def verify(self, task: Task, rollout: Rollout, session: Any) -> Verdict:
+        passed = rollout.final_text == "yes"
+        return Verdict(float(passed), passed, "yes" if passed else "not yes")
+
+
+@pytest.mark.parametrize("strategy", ["truncate_middle", "error"])
+def test_a_reference_chosen_answer_is_replayed_under_the_samples_window(
+    tokenizer: Any, strategy: str
+) -> None:
+    domain = LongSayYes()
+    pairs = mine_pairs(
+        [domain.generate(0, 1)], ScriptedSampler(tokenizer, ["no"]), tokenizer,
+        lambda _: domain, samples=2, temperature=1.0, max_tokens=8, max_context=256,
+        over_long=OverLongPolicy(strategy),  # type: ignore[arg-type]
+    )  # fmt: skip
+    if strategy == "error":  # the prompt never reached the model: no pair, not a 570-token one
+        assert pairs == []
+        return
+    [pair] = pairs
+    assert pair.chosen.final_text == "yes" and pair.rejected.final_text == "no"
+    assert pair.chosen.prompt_ids == pair.rejected.prompt_ids  # the fitted prompt, both sides
+    assert len(pair.chosen.prompt_ids) + len(pair.chosen.completion_ids) <= 256
 
 
 def test_tasks_whose_samples_all_passed_give_no_pair(tokenizer: Any) -> None:
