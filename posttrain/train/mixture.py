@@ -123,6 +123,9 @@ def mixture_weights(domains: Sequence[Domain], spec: Mapping[str, float]) -> lis
                 if "=" in key and _matches(d, key, family):
                     w *= float(factor)
             weights.append(w)
+    for d, w in zip(domains, weights, strict=True):
+        if not math.isfinite(w):  # finite filters whose product overflows (× 0: NaN)
+            raise MixtureError(f"the matching axis filters' product overflows for {d.id}")
     if not any(w > 0 for w in weights):
         raise MixtureError("every domain of the mix has weight 0")
     return weights

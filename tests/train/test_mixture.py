@@ -189,6 +189,11 @@ def test_mixture_weights_prefer_the_most_specific_key() -> None:
         ({"arith": float("inf")}, "must be a finite number >= 0, got inf"),
         ({"arith": float("nan")}, "must be a finite number >= 0, got nan"),
         ({"arith": 0.0, "text": 0.0, "tools": 0.0}, "every domain of the mix has weight 0"),
+        ({"rounds=single": 1e200, "modality=text": 1e200}, "overflows for arith/addition-v1"),
+        (
+            {"rounds=single": 1e200, "modality=text": 1e200, "tools=none": 0.0},
+            "overflows for arith/addition-v1",  # inf × 0: NaN
+        ),
     ],
 )
 def test_an_invalid_mixture_is_named(spec: dict, needle: str) -> None:
