@@ -157,3 +157,13 @@ def test_segment_share_accepts_more_decimals_but_not_a_flipped_sign() -> None:
     assert domain.judge(task, f"{numerator / denominator:.4f}").passed
     assert not domain.judge(task, f"{-numerator / denominator:.2f}").passed
     assert not domain.judge(task, task.answer + "%").passed
+
+
+def test_an_answer_that_overflows_to_infinity_is_wrong_not_a_verifier_error() -> None:
+    crossdoc, share = CrossDocCited(), SegmentShare()
+    task = crossdoc.generate(0, 1)
+    citations = json.dumps(task.meta["gold"]["citations"])
+    v = crossdoc.judge(task, f'{{"answer": 1e999, "citations": {citations}}}')
+    assert v.error is None and not v.passed and v.components["answer"] == 0.0
+    v = share.judge(share.generate(0, 1), "9" * 400)
+    assert v.error is None and not v.passed

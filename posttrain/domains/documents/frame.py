@@ -17,6 +17,7 @@ are drawn from the task's rng, so two tasks of one difficulty differ in length.
 
 from __future__ import annotations
 
+import math
 import random
 from abc import abstractmethod
 from dataclasses import dataclass, field
@@ -62,7 +63,10 @@ def id_rules(year: int) -> str:
 
 def close_to(value: float, exact: Fraction, places: int) -> bool:
     """True when `value` is `exact` rounded to `places` decimals: within half a unit of the
-    last place, or equal to `rounded(exact, places)` at an exact tie."""
+    last place, or equal to `rounded(exact, places)` at an exact tie. Never true for an
+    infinite or NaN value (a reply such as 1e999), which `Fraction` cannot hold."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
     got = Fraction(value).limit_denominator(10**12)
     if abs(got - Fraction(rounded(exact, places))) < Fraction(1, 10**9):
         return True
