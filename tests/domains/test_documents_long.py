@@ -116,3 +116,12 @@ def test_metric_needs_the_number_within_rounding_and_every_operand_cited(tokeniz
     if len(set(task.meta["operands"])) > 1 and len(final["citations"]) > 1:
         assert 0.5 < play(task, Reference([*tools, Message("assistant", partial)]), tokenizer) < 1.0  # fmt: skip
     assert play(task, Reference([*tools, Message("assistant", off)]), tokenizer) == 0.5
+
+
+def test_extraction_with_a_list_for_a_chunk_is_uncited_not_a_verifier_error(tokenizer) -> None:  # type: ignore[no-untyped-def]
+    domain = LongCitedExtraction()
+    task = domain.generate(5, 2)
+    reference = domain.reference(task)
+    final = json.loads(reference.final)
+    listed = {n: {"value": v["value"], "chunk": [v["chunk"]]} for n, v in final.items()}
+    assert play(task, Reference([*reference.turns[:-1], Message("assistant", json.dumps(listed))]), tokenizer) == 0.5  # fmt: skip

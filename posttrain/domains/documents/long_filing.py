@@ -198,7 +198,7 @@ class LongCitedExtraction(LongFilingDomain):
             right = field_score(entry.get("value"), want["value"]) == 1.0
             chunk = entry.get("chunk")
             values += right
-            cited += right and chunk in evidence.read and prints(corpus, chunk, want["value"])
+            cited += right and isinstance(chunk, str) and chunk in evidence.read and prints(corpus, chunk, want["value"])  # fmt: skip
         n = len(task.meta["gold"])
         passed = values == cited == n
         reward = (0.5 * values + 0.5 * cited) / n
