@@ -43,7 +43,15 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from posttrain.domains.agents.db import Backend, Database, Outcome, Tables, ToolSpec, dumps
+from posttrain.domains.agents.db import (
+    Backend,
+    Database,
+    Outcome,
+    Tables,
+    ToolError,
+    ToolSpec,
+    dumps,
+)
 from posttrain.domains.base import Axes, VerificationMethod, check_difficulty, task_id, task_rng
 from posttrain.tools.parse import format_tool_call
 from posttrain.types import Message, Observation, Reference, Rollout, Task, ToolCall, Verdict
@@ -164,7 +172,7 @@ class AgentSession:
         if spec.kind == "write":
             try:
                 violation = self.service.violation(self.db, name, arguments)
-            except (TypeError, ValueError, KeyError, AttributeError):
+            except (ToolError, TypeError, ValueError, KeyError, AttributeError):
                 violation = None  # arguments the tool itself will refuse
             if not self.confirmed:
                 violation = "a change before the user confirmed"

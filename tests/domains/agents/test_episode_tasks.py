@@ -113,3 +113,14 @@ def test_snapshot_and_restore_rewind_the_session() -> None:
     first = [session.call(c).content for c in calls]
     session.restore(snap)
     assert [session.call(c).content for c in calls] == first
+
+
+def test_an_amount_the_bank_refuses_is_an_error_observation_not_an_exception() -> None:
+    task = TRANSFER.generate(0, 1)
+    _, source, target = _gold_reads_and_ids(0)
+    session = TRANSFER.open(task)
+    for amount in (-5.0, 0, 2e9):
+        call = parse_tool_calls(tool("transfer", from_account_id=source, to_account_id=target, amount=amount)).calls[0]  # fmt: skip
+        observation = session.call(call)
+        assert observation.error and "positive number" in observation.content
+    assert session.violations == []
