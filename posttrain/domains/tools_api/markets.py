@@ -3,9 +3,11 @@
 - `tools/price-compare-v1` — which of a few tickers had the largest percentage change
   in close between two dates; the answer is one ticker, and both closes of every
   ticker asked must have been fetched. `measure` = tickers asked + tickers listed.
-- `tools/portfolio-value-v1` — the value of a portfolio given as a table (ticker,
+- `tools/portfolio-value-v2` — the value of a portfolio given as a table (ticker,
   shares, purchase date and price) at the closes of one date; the purchase prices
-  are a stale distractor. `measure` = holdings + tickers listed.
+  are a stale distractor. Right within a cent per holding, with no relative slack
+  (v1 allowed 1e-4 of the value, which forgave a missing share of a large portfolio). `measure` = holdings + tickers
+  listed.
 
 Not guaranteed: the closes are a random walk, not a market model; `used_tool` checks
 the needed calls were made, not that their results were used.
@@ -114,7 +116,7 @@ class PriceCompareDomain(FinalAnswerApiDomain):
 class PortfolioValueDomain(FinalAnswerApiDomain):
     """The value of a table of holdings at one date's closes."""
 
-    id = "tools/portfolio-value-v1"
+    id = "tools/portfolio-value-v2"
     axes = Axes("table", "simulated_api", "multi", "numeric")
     tools = (GET_PRICE,)
 
@@ -157,7 +159,9 @@ class PortfolioValueDomain(FinalAnswerApiDomain):
     def judge(self, task: Task, final: str, trace: Trace) -> Verdict:
         value = strict_decimal(final)
         rows, day = task.meta["rows"], task.meta["day"]
-        correct = close_enough(value, float(task.answer), abs_tol=0.01 * len(rows))
+        # Closes are in cents and shares whole, so the value is exact: a cent per holding of
+        # drift, no relative slack (1e-4 of a large portfolio would forgive a missing share).
+        correct = close_enough(value, float(task.answer), abs_tol=0.01 * len(rows), rel_tol=0.0)
         have = fetched(trace)
         used = all((r["ticker"], day) in have for r in rows)
         return graded(

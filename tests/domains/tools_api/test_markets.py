@@ -1,4 +1,4 @@
-"""`tools/price-compare-v1` and `tools/portfolio-value-v1` over the price-history API."""
+"""`tools/price-compare-v1` and `tools/portfolio-value-v2` over the price-history API."""
 
 from __future__ import annotations
 
@@ -45,3 +45,13 @@ def test_portfolio_with_a_cent_of_rounding_drift_passes() -> None:
     task = PORTFOLIO.generate(3, 5)
     value = float(task.answer) - 0.01
     assert play(PORTFOLIO, task, with_final(task, f"{value:.2f}")).passed
+
+
+def test_portfolio_one_share_short_fails_even_when_the_portfolio_is_large() -> None:
+    task = PORTFOLIO.generate(9, 10)
+    rows, day = task.meta["rows"], task.meta["day"]
+    prices = task.meta["world"]["prices"]
+    cheapest = min(prices[r["ticker"]][day] for r in rows)
+    assert cheapest < 1e-4 * float(task.answer)  # within the old relative slack
+    short = float(task.answer) - cheapest
+    assert not play(PORTFOLIO, task, with_final(task, f"{short:.2f}")).passed
