@@ -67,6 +67,12 @@ def prompt_ids(tokenizer: Any, task: Task) -> list[int]:
     return encode(tokenizer, render(tokenizer, task.prompt, add_generation_prompt=True))
 
 
+def plain_prompt_ids(tokenizer: Any, task: Task) -> list[int]:
+    """The prompt as plain `role: content` text, for a failure recorded because the
+    chat template refused it: the trace keeps it, and trainers need a prompt token."""
+    return encode(tokenizer, "\n\n".join(f"{m.role}: {m.content}" for m in task.prompt))
+
+
 def env_token_ids(
     tokenizer: Any, history: list[Message], new: list[Message], sampled: list[int] | None = None
 ) -> list[int]:
@@ -223,8 +229,7 @@ def open_group(
         ids = prompt_ids(tokenizer, task)  # rendered and encoded once for the group
     except Exception as exc:  # a template refusing this prompt (a role it lacks): task fails
         problem = f"chat template refused the prompt: {type(exc).__name__}: {exc}"
-        # The prompt as plain text, for the trace (and trainers need a prompt token).
-        ids = encode(tokenizer, "\n\n".join(f"{m.role}: {m.content}" for m in task.prompt))
+        ids = plain_prompt_ids(tokenizer, task)
     if problem is None and max_context is not None:
         try:
             fitted = fit_prompt(task, tokenizer, max_context, params.max_tokens, policy)

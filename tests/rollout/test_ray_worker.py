@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("ray")
 
 from posttrain.rollout.backends.ray_worker import failed_groups  # noqa: E402
+from posttrain.train.batches import check_prompts  # noqa: E402
 from tests.rollout.test_scheduler import addition  # noqa: E402
 
 
@@ -18,6 +19,9 @@ class RefusingTemplate:
     def apply_chat_template(self, *args: Any, **kwargs: Any) -> str:
         raise ValueError("unknown role")
 
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        return [ord(c) for c in text]
+
 
 def test_a_chunk_failed_by_its_prompt_still_becomes_recorded_failures() -> None:
     # The worker raised rendering the prompt; rendering it again for the record must
@@ -26,4 +30,7 @@ def test_a_chunk_failed_by_its_prompt_still_becomes_recorded_failures() -> None:
     [[a, b]] = failed_groups([(task, 3)], 2, RefusingTemplate(), 1, ValueError("unknown role"))
     assert a.error == b.error == "rollout worker 1 failed: ValueError: unknown role"
     assert a.task_id == task.id and a.policy_version == 3 and a.reward == 0.0
-    assert a.prompt_ids == [] and a.id != b.id
+    # The prompt as plain text: a GRPO step that keeps the group needs a prompt token.
+    assert a.prompt_ids == [ord(c) for c in "user: " + task.prompt[-1].content]
+    assert a.id != b.id
+    check_prompts([a, b])

@@ -37,7 +37,7 @@ from ray.experimental import internal_kv
 from posttrain.domains.base import Domain
 from posttrain.engines.base import Engine, SamplingParams
 from posttrain.rollout.context_strategy import OverLongPolicy
-from posttrain.rollout.episode import prompt_ids, run_episodes
+from posttrain.rollout.episode import plain_prompt_ids, prompt_ids, run_episodes
 from posttrain.tools import ToolPolicy
 from posttrain.types import Rollout, Task, Verdict
 
@@ -131,8 +131,8 @@ def failed_groups(
     jobs: Sequence[tuple[Task, int]], n: int, tokenizer: Any, rank: int, exc: Exception
 ) -> list[list[Rollout]]:
     """For each (task, policy version) of a chunk that raised on worker `rank`, `n`
-    recorded failures (reward 0, `error` naming the exception; no prompt ids when the
-    prompt cannot be rendered)."""
+    recorded failures (reward 0, `error` naming the exception; the prompt as plain text
+    when the chat template refuses it)."""
     cause = getattr(exc, "cause", None) or exc  # a task error carries the worker's exception
     reason = f"rollout worker {rank} failed: {type(cause).__name__}: {cause}"
     return [
@@ -142,7 +142,7 @@ def failed_groups(
                 task_id=task.id,
                 domain=task.domain,
                 difficulty=task.difficulty,
-                prompt_ids=_prompt_ids_or_empty(tokenizer, task),
+                prompt_ids=_prompt_ids_or_plain(tokenizer, task),
                 completion_ids=[],
                 loss_mask=[],
                 logprobs=[],
@@ -158,14 +158,14 @@ def failed_groups(
     ]
 
 
-def _prompt_ids_or_empty(tokenizer: Any, task: Task) -> list[int]:
-    """The task's prompt ids, or none when they cannot be made: the prompt may be what
-    failed the chunk, and this record must not fail too (it runs on the gathering
-    thread, which would die and leave every caller waiting)."""
+def _prompt_ids_or_plain(tokenizer: Any, task: Task) -> list[int]:
+    """The task's prompt ids, or its plain-text ids when the template refuses it: the
+    prompt may be what failed the chunk, and this record must not fail too (it runs on
+    the gathering thread, which would die and leave every caller waiting)."""
     try:
         return prompt_ids(tokenizer, task)
     except Exception:
-        return []
+        return plain_prompt_ids(tokenizer, task)
 
 
 @dataclass
