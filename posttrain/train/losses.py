@@ -211,7 +211,7 @@ def sequence_log_ratio(
 ) -> torch.Tensor:
     """GSPO (Zheng et al. 2025): the log of the geometric mean of the token ratios of
     each sequence, Σ_t m_t (π − π_old) / Σ_t m_t: [B, 1]."""
-    log_ratio = (logprobs - old_logprobs) * mask  # [B, T]
+    log_ratio = torch.where(mask.bool(), logprobs - old_logprobs, 0.0)  # [B, T]
     return (log_ratio.sum(-1) / mask.sum(-1).clamp(min=1.0))[:, None]
 
 
@@ -301,23 +301,26 @@ def grpo_loss(
     if (rollout_logprobs is None) != (tis_cap is None):
         raise ValueError("truncated importance sampling needs both rollout_logprobs and tis_cap")
     high = clip_eps if clip_eps_high is None else clip_eps_high
+    # Uncounted positions (padding) are zeroed before any exp: values that differ there by
+    # more than ~88 nats would overflow to inf, and inf × a zero mask is NaN.
+    counted = mask.bool()
     if ratio_level == "sequence":
         ratio = torch.exp(sequence_log_ratio(logprobs, old_logprobs, mask))  # [B, 1]
     else:
-        ratio = torch.exp(logprobs - old_logprobs)  # [B, T]
+        ratio = torch.exp(torch.where(counted, logprobs - old_logprobs, 0.0))  # [B, T]
     adv = advantages[:, None]  # [B, 1]
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + high) * adv
     per_token = (-torch.minimum(unclipped, clipped)).expand_as(logprobs)  # [B, T]
     stats: dict[str, torch.Tensor] = {}
     if rollout_logprobs is not None and tis_cap is not None:
-        raw = torch.exp(old_logprobs - rollout_logprobs).detach()  # [B, T]
+        raw = torch.exp(torch.where(counted, old_logprobs - rollout_logprobs, 0.0)).detach()
         weights = raw.clamp(max=tis_cap)
         per_token = per_token * weights
         stats["tis_weight_mean"] = masked_mean(weights, mask)
         stats["tis_clipped_frac"] = masked_mean((raw > tis_cap).float(), mask)
     if ref_logprobs is not None and kl_coef > 0:
-        delta = ref_logprobs - logprobs
+        delta = torch.where(counted, ref_logprobs - logprobs, 0.0)  # [B, T]
         kl = torch.exp(delta) - delta - 1.0  # [B, T], k3 estimator, ≥ 0
         stats["kl"] = masked_mean(kl.detach(), mask)
         if kl_ratio_correction:

@@ -481,3 +481,30 @@ def test_tis_leaves_the_kl_term_unweighted() -> None:
 def test_tis_needs_both_the_rollout_logprobs_and_the_cap() -> None:
     with pytest.raises(ValueError, match="tis_cap"):
         grpo_loss(TRAIN_OLD, TRAIN_OLD, torch.tensor([1.0]), MASK3, rollout_logprobs=ROLLOUT)
+
+
+@pytest.mark.parametrize("ratio_level", ["token", "sequence"])
+def test_grpo_loss_ignores_values_at_uncounted_positions_however_far_apart(
+    ratio_level: str,
+) -> None:
+    # Padding may hold anything (a fill value on one side, a real logprob on the other):
+    # 1000 nats apart, e^Δ overflows to inf and inf × a zero mask would be NaN.
+    logprobs = torch.tensor([[-0.5, -1.0, 0.0]], requires_grad=True)
+    old = torch.tensor([[-0.6, -0.9, -1000.0]])
+    ref = torch.tensor([[-0.4, -1.1, 1000.0]])
+    rollout = torch.tensor([[-0.7, -0.8, 1000.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    kwargs = dict(ref_logprobs=ref, kl_coef=0.1, ratio_level=ratio_level, tis_cap=2.0)
+    loss, stats = grpo_loss(logprobs, old, torch.tensor([1.0]), mask, rollout_logprobs=rollout,
+                            **kwargs)  # fmt: skip
+    loss.backward()
+    assert logprobs.grad is not None and torch.isfinite(logprobs.grad).all()
+    assert all(torch.isfinite(v) for v in stats.values())
+    # The same as the two counted tokens alone.
+    short = logprobs.detach()[:, :2].clone().requires_grad_(True)
+    kwargs["ref_logprobs"] = ref[:, :2]
+    alone, _ = grpo_loss(short, old[:, :2], torch.tensor([1.0]), mask[:, :2],
+                         rollout_logprobs=rollout[:, :2], **kwargs)  # fmt: skip
+    alone.backward()
+    assert torch.allclose(loss, alone) and short.grad is not None
+    assert torch.allclose(logprobs.grad[:, :2], short.grad) and logprobs.grad[0, 2] == 0
