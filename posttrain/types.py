@@ -158,7 +158,13 @@ class Rollout(JsonMixin):
     """A finished episode, token-exact. `completion_ids` holds every token after the
     prompt: sampled ones (`loss_mask` 1, with their sampling `logprobs`) and
     environment ones (`loss_mask` 0, logprob 0). A crashed episode is a Rollout
-    with `error` set and reward 0, never an exception."""
+    with `error` set and reward 0, never an exception.
+
+    `judged` is False when the episode broke before its verdict for a reason that is
+    not the policy's (a session, engine, environment or worker failure, a timeout, a
+    prompt that could not start): its reward 0 judges nothing. A full context is the
+    policy's doing and stays judged. `scored` adds that the verifier did not raise:
+    trainers learn from scored rollouts only."""
 
     id: str
     task_id: str
@@ -175,6 +181,12 @@ class Rollout(JsonMixin):
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     tool_stats: dict[str, float] = field(default_factory=dict)  # tools/calls, tools/timeouts, ...
+    judged: bool = True
+
+    @property
+    def scored(self) -> bool:
+        """Whether `reward` is a verdict on the policy's output (see the class)."""
+        return self.judged and self.verdict.error is None
 
     @property
     def reward(self) -> float:

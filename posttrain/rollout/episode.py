@@ -109,6 +109,7 @@ class EpisodeState:
     turns: list[Turn] = field(default_factory=list)
     done: bool = False
     error: str | None = None
+    policy_failed: bool = False  # the error is the policy's doing (a full context)
     started: float = field(default_factory=time.perf_counter)
     model_seconds: float = 0.0
     queue_s: float = 0.0  # waiting for the engine (the scheduler's)
@@ -334,7 +335,7 @@ def environment_step(
     used = len(ep.prompt_ids) + len(ep.completion_ids)
     if max_context is not None and used + max_tokens > max_context:
         ep.error = f"context full: {used} tokens used of {max_context}"
-        ep.done = True
+        ep.done = ep.policy_failed = True
 
 
 def _snapshot(session: Session | None) -> Any:
@@ -424,6 +425,7 @@ def finish(ep: EpisodeState, policy_version: int) -> Rollout:
         verdict=Verdict(0.0, False, "not verified"),
         policy_version=policy_version,
         error=ep.error,
+        judged=ep.error is None or ep.policy_failed,
     )
     if ep.error is None:
         assert ep.domain is not None  # an episode without one ended at open, with an error

@@ -100,8 +100,8 @@ def mine_pairs(
     references = {g[0].task_id: g[0] for g in replayed}
     pairs = []
     for task, group in zip(tasks, groups, strict=True):
-        # A verifier that raised (`Verdict.error`) gave no verdict: not a wrong answer.
-        wrong = (r for r in group if not r.verdict.passed and r.verdict.error is None)
+        # A crash or a verifier that raised gave no verdict: not a wrong answer.
+        wrong = (r for r in group if not r.verdict.passed and r.scored)
         failed = sorted(wrong, key=lambda r: r.reward)
         if not failed:
             continue

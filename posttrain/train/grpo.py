@@ -222,9 +222,10 @@ def train_grpo(
             tasks = [task for task, _ in batch_groups]
             rollouts = [r for _, g in batch_groups for r in g]  # [B*G], groups contiguous
             every = [r for _, g in sampled for r in g]
-            for task, group in sampled:
+            for task, group in sampled:  # pass rates from verdicts only, not from crashes
+                judged = [r for r in group if r.scored]
                 sampler.observe(
-                    task, [r.reward for r in group], [len(r.completion_ids) for r in group]
+                    task, [r.reward for r in judged], [len(r.completion_ids) for r in judged]
                 )
             if record is not None:
                 record(every)
@@ -232,7 +233,7 @@ def train_grpo(
 
             # 2. Advantages; groups with no reward spread carry no gradient and are dropped.
             rewards = torch.tensor([r.reward for r in rollouts])  # [B*G]
-            scored = [r.verdict.error is None for r in rollouts]  # False: the verifier raised
+            scored = [r.scored for r in rollouts]  # False: a crash or a verifier that raised
             advantages, keep = step_advantages(rewards, cfg, scored)
             advantages = advantages.to(device)
             truncated = [
@@ -394,8 +395,8 @@ def train_grpo(
 
 def has_spread(group: list[Rollout]) -> bool:
     """Whether a group's rewards differ (else a group baseline gives it no gradient);
-    a rollout whose verifier raised has no reward to compare."""
-    return len({r.reward for r in group if r.verdict.error is None}) > 1
+    a rollout that was not scored has no reward to compare."""
+    return len({r.reward for r in group if r.scored}) > 1
 
 
 def select_groups(

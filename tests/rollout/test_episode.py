@@ -196,6 +196,7 @@ def test_an_episode_that_fills_the_context_ends_as_a_recorded_failure(tokenizer:
     assert rollout.error is not None and rollout.error.startswith("context full")
     assert len(rollout.turns) == 1
     assert rollout.reward == 0.0
+    assert rollout.scored  # the policy filled it: a wrong answer, as trainers see it
 
 
 def test_env_tokens_keep_template_text_after_the_end_of_turn_token(tokenizer: Any) -> None:
@@ -235,7 +236,8 @@ def test_a_session_that_cannot_open_is_a_recorded_failure_of_its_task_only(
     reason = "session open failed: SandboxError: sandbox failed to start"
     assert unstarted.error == reason and unstarted.verdict.reason == reason
     assert unstarted.turns == [] and unstarted.reward == 0.0 and not unstarted.verdict.passed
-    assert good.verdict.passed and other.verdict.passed
+    assert not unstarted.judged and not unstarted.scored  # not the policy's doing
+    assert good.verdict.passed and other.verdict.passed and good.scored
 
 
 def test_a_group_keeps_the_samples_whose_sessions_opened_and_closes_every_session(

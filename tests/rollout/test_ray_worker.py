@@ -30,6 +30,7 @@ def test_a_chunk_failed_by_its_prompt_still_becomes_recorded_failures() -> None:
     [[a, b]] = failed_groups([(task, 3)], 2, RefusingTemplate(), 1, ValueError("unknown role"))
     assert a.error == b.error == "rollout worker 1 failed: ValueError: unknown role"
     assert a.task_id == task.id and a.policy_version == 3 and a.reward == 0.0
+    assert not a.judged and not a.scored  # a worker crash judges nothing
     # The prompt as plain text: a GRPO step that keeps the group needs a prompt token.
     assert a.prompt_ids == [ord(c) for c in "user: " + task.prompt[-1].content]
     assert a.id != b.id

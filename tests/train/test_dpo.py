@@ -154,6 +154,29 @@ def test_a_sample_whose_verifier_raised_is_never_the_rejected_answer(tokenizer: 
         assert [p.rejected.final_text for p in pairs] == rejected
 
 
+class OpenFailsOn(VerifierRaisesOn):
+    """A domain whose sessions fail to open on every other episode (infrastructure: the
+    episode is a recorded failure with reward 0 that judges nothing)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner, "")
+        self.opened = 0
+
+    def open(self, task: Task, sandbox: Any) -> None:
+        self.opened += 1
+        if self.opened % 2 == 0:
+            raise RuntimeError("sandbox failed to start")
+
+
+def test_a_sample_whose_session_failed_is_never_the_rejected_answer(tokenizer: Any) -> None:
+    task = get_domain("arith/addition-v1").generate(0, 3)
+    domain = OpenFailsOn(get_domain(task.domain))
+    engine = ScriptedSampler(tokenizer, [task.answer] * 4)
+    pairs = mine_pairs([task], engine, tokenizer, lambda _: domain, samples=4,
+                       temperature=1.0, max_tokens=8)  # fmt: skip
+    assert domain.opened == 4 and pairs == []  # two passed, two crashed: nothing to prefer
+
+
 class LongSayYes:
     """A one-turn domain with a 570-token prompt whose answer is "yes"."""
 

@@ -166,6 +166,33 @@ def test_a_verifier_that_raised_is_not_taken_for_a_wrong_answer(
     assert all(v["loss"] == 0.0 for v in logged)
 
 
+class YesWhoseSessionsFail(SayYes):
+    """SayYes whose every other session fails to open (a sandbox that did not start):
+    recorded failures with reward 0 that judge nothing."""
+
+    id = "test/yes-flaky-v1"
+
+    def __init__(self) -> None:
+        self.opened = 0
+
+    def open(self, task: Task, sandbox: Any) -> None:
+        self.opened += 1
+        if self.opened % 2 == 0:
+            raise RuntimeError("sandbox failed to start")
+
+
+def test_an_episode_that_crashed_is_not_taken_for_a_wrong_answer(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    before = weights(tiny_model)
+    cfg = SMALL.model_copy(update={"refill_rounds": 0})
+    domain = YesWhoseSessionsFail()
+    logged = run_grpo(tiny_model, tokenizer, ["yes"], cfg, domain=domain)
+    assert domain.opened > 0 and all(v["errors"] > 0 for v in logged)
+    assert same_weights(before, weights(tiny_model))  # every answer that ran passed
+    assert all(v["loss"] == 0.0 for v in logged)
+
+
 def test_grpo_logs_the_expected_keys_each_step(tiny_model: Any, tokenizer: Any) -> None:
     logged = run_grpo(tiny_model, tokenizer, ["yes", "no"], SMALL)
     assert len(logged) == SMALL.steps

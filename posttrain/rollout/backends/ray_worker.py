@@ -151,6 +151,7 @@ def failed_groups(
                 verdict=Verdict(0.0, False, reason),
                 policy_version=version,
                 error=reason,
+                judged=False,
             )  # fmt: skip
             for _ in range(n)
         ]
