@@ -157,6 +157,12 @@ class GRPOConfig(_Strict):
     overlong_filter: bool = Field(
         False, description="DAPO: rollouts cut by the token budget are left out of the loss"
     )
+    reward_component: str | None = Field(
+        None,
+        description="advantages from this verdict component (in [0, 1]) where a verdict has "
+        "it, else the reward: dense shaping, e.g. addition's `digits`; the curriculum, the "
+        "logs and evaluation keep the reward",
+    )
     epochs: int = Field(1, ge=1, description="optimizer passes over each batch")
     minibatch_size: int = Field(64, ge=1, description="rollouts per optimizer step")
     micro_batch_tokens: int | None = Field(

@@ -6,9 +6,10 @@ digits at d=1 to (3, 3) at d=10 (table `_DIGITS`), a range a ~1M-parameter
 model learns in minutes on a CPU. Multi-digit operands never
 start with 0.
 
-The verdict has two components: `format` (the final text is exactly one integer)
-and `correct` (the last integer in the final text is the sum); the reward is 1
-only when both hold.
+The verdict has three components: `format` (the final text is exactly one integer),
+`correct` (the last integer in the final text is the sum) and `digits` (the share of
+the sum's digit places a well-formed answer gets right, for dense shaping with
+`grpo.reward_component=digits`); the reward is 1 only when `format` and `correct` hold.
 
 Not guaranteed: `difficulty_measure` (total digits) is equal for some neighbouring
 difficulties: it never decreases with difficulty but is not strictly increasing.
@@ -36,6 +37,16 @@ def _number(rng: random.Random, digits: int) -> int:
     if digits == 1:
         return rng.randint(0, 9)
     return rng.randint(10 ** (digits - 1), 10**digits - 1)
+
+
+def digits_right(value: int, expected: int) -> float:
+    """The share of digit places, counted from the ones place over the longer of the two
+    numbers, where `value` has `expected`'s digit (partial credit: 0.75 for 1244 against
+    1234, and for 234); exactly 1.0 only for the right sum."""
+    got, want = str(value), str(expected)
+    width = max(len(got), len(want))
+    got, want = got.rjust(width), want.rjust(width)
+    return sum(a == b for a, b in zip(got, want, strict=True)) / width
 
 
 class AdditionDomain:
@@ -66,9 +77,14 @@ class AdditionDomain:
     def verify(self, task: Task, rollout: Rollout, session: Session | None) -> Verdict:
         text = rollout.final_text
         expected = int(task.answer)
-        well_formed = strict_integer(text) is not None
+        value = strict_integer(text)
+        well_formed = value is not None
         correct = last_integer(text) == expected
-        components = {"format": float(well_formed), "correct": float(correct)}
+        components = {
+            "format": float(well_formed),
+            "correct": float(correct),
+            "digits": digits_right(value, expected) if value is not None else 0.0,
+        }
         if well_formed and correct:
             reason = "The answer is the correct sum."
         elif not text.strip():

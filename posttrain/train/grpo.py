@@ -179,6 +179,7 @@ def train_grpo(
         max_tokens=max_tokens, temperature=cfg.temperature, top_p=cfg.top_p, n=cfg.group_size
     )
     prompts_per_step = cfg.batch_size // cfg.group_size
+    shaping = cfg.reward_component
     start = time.perf_counter()
     rewards_seen: list[float] = []
     first = 1
@@ -214,11 +215,11 @@ def train_grpo(
                 sampler.window = (max(1, ceiling - 2), ceiling)
             sampled = source.batch(prompts_per_step, version=step)
             for _ in range(cfg.refill_rounds):  # DAPO dynamic sampling
-                spread_groups = [g for g in sampled if has_spread(g[1])]
+                spread_groups = [g for g in sampled if has_spread(g[1], shaping)]
                 if len(spread_groups) >= prompts_per_step:
                     break
                 sampled += source.batch(prompts_per_step - len(spread_groups), version=step)
-            batch_groups = select_groups(sampled, prompts_per_step, cfg.refill_rounds > 0)
+            batch_groups = select_groups(sampled, prompts_per_step, cfg.refill_rounds > 0, shaping)
             tasks = [task for task, _ in batch_groups]
             rollouts = [r for _, g in batch_groups for r in g]  # [B*G], groups contiguous
             every = [r for _, g in sampled for r in g]
@@ -232,7 +233,7 @@ def train_grpo(
             rollout_s = time.perf_counter() - t0
 
             # 2. Advantages; groups with no reward spread carry no gradient and are dropped.
-            rewards = torch.tensor([r.reward for r in rollouts])  # [B*G]
+            rewards = torch.tensor([trained_reward(r, shaping) for r in rollouts])  # [B*G]
             scored = [r.scored for r in rollouts]  # False: a crash or a verifier that raised
             advantages, keep = step_advantages(rewards, cfg, scored)
             advantages = advantages.to(device)
@@ -393,21 +394,32 @@ def train_grpo(
     )
 
 
-def has_spread(group: list[Rollout]) -> bool:
-    """Whether a group's rewards differ (else a group baseline gives it no gradient);
-    a rollout that was not scored has no reward to compare."""
-    return len({r.reward for r in group if r.scored}) > 1
+def trained_reward(rollout: Rollout, component: str | None = None) -> float:
+    """What the advantages are computed from: the verdict's `component` when it has
+    one (`grpo.reward_component`, dense shaping), else its reward."""
+    if component is None:
+        return rollout.reward
+    return rollout.verdict.components.get(component, rollout.reward)
+
+
+def has_spread(group: list[Rollout], component: str | None = None) -> bool:
+    """Whether a group's trained rewards differ (else a group baseline gives it no
+    gradient); a rollout that was not scored has no reward to compare."""
+    return len({trained_reward(r, component) for r in group if r.scored}) > 1
 
 
 def select_groups(
-    sampled: list[tuple[Task, list[Rollout]]], count: int, signal_first: bool
+    sampled: list[tuple[Task, list[Rollout]]],
+    count: int,
+    signal_first: bool,
+    component: str | None = None,
 ) -> list[tuple[Task, list[Rollout]]]:
     """The step's `count` groups: as drawn, or (dynamic sampling) those with reward
     spread first, topped up in draw order by the others when too few have it."""
     if not signal_first:
         return sampled[:count]
-    with_signal = [g for g in sampled if has_spread(g[1])]
-    rest = [g for g in sampled if not has_spread(g[1])]
+    with_signal = [g for g in sampled if has_spread(g[1], component)]
+    rest = [g for g in sampled if not has_spread(g[1], component)]
     return (with_signal + rest)[:count]
 
 

@@ -35,13 +35,16 @@ def test_seed_lines_are_scored_per_component(tmp_path: Path) -> None:
     scored = score_completions(domain, read_completions(path, domain))
     got = [(s.line, s.rollout.verdict.passed, s.rollout.verdict.components) for s in scored]
     assert got == [
-        (1, True, {"format": 1.0, "correct": 1.0}),
-        (2, False, {"format": 0.0, "correct": 1.0}),
-        (3, False, {"format": 0.0, "correct": 0.0}),
+        (1, True, {"format": 1.0, "correct": 1.0, "digits": 1.0}),
+        (2, False, {"format": 0.0, "correct": 1.0, "digits": 0.0}),
+        (3, False, {"format": 0.0, "correct": 0.0, "digits": 0.0}),
     ]
     summary = summarize(scored)
     assert (summary.n, summary.passed.successes, summary.errors) == (3, 1, 0)
-    assert summary.components == {"format": pytest.approx(1 / 3), "correct": pytest.approx(2 / 3)}
+    assert summary.components == {
+        "format": pytest.approx(1 / 3), "correct": pytest.approx(2 / 3),
+        "digits": pytest.approx(1 / 3),
+    }  # fmt: skip
 
 
 def test_turns_replay_tool_calls_through_the_session(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -417,3 +418,15 @@ def test_calculator_session_refuses_calls_after_close(session: CalculatorSession
     with pytest.raises(RuntimeError, match="closed"):
         calc(session, "1+1")
 
+
+@pytest.mark.parametrize(
+    ("answer", "digits"),
+    [("1234", 1.0), ("1244", 0.75), ("234", 0.75), ("12345", 0.0), ("4321", 0.0), ("x", 0.0)],
+)
+def test_addition_gives_partial_credit_per_digit_place(answer: str, digits: float) -> None:
+    domain = get_domain("arith/addition-v1")
+    task = domain.generate(0, 10)
+    task = dataclasses.replace(task, answer="1234")  # a sum with distinct digits
+    verdict = judge(domain, task, Reference.single(answer))
+    assert verdict.components["digits"] == digits
+    assert verdict.reward == (1.0 if answer == "1234" else 0.0)  # the reward stays exact

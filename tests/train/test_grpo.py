@@ -193,6 +193,29 @@ def test_an_episode_that_crashed_is_not_taken_for_a_wrong_answer(
     assert all(v["loss"] == 0.0 for v in logged)
 
 
+class YesWithPartialCredit(SayYes):
+    """SayYes whose every answer fails but whose `close` component tells "yes yes yes"
+    (0.5) from "no" (0.0): a signal only dense shaping sees."""
+
+    id = "test/yes-partial-v1"
+
+    def verify(self, task: Task, rollout: Rollout, session: Any) -> Verdict:
+        close = 0.5 if "yes" in rollout.final_text else 0.0
+        return Verdict(0.0, False, "never exactly right", {"close": close})
+
+
+@pytest.mark.parametrize(("component", "moves"), [(None, False), ("close", True), ("x", False)])
+def test_reward_component_trains_on_a_verdict_component_where_verdicts_have_it(
+    tiny_model: Any, tokenizer: Any, component: str | None, moves: bool
+) -> None:
+    before = weights(tiny_model)
+    cfg = SMALL.model_copy(update={"refill_rounds": 0, "reward_component": component})
+    logged = run_grpo(tiny_model, tokenizer, ["yes yes yes", "no"], cfg,
+                      domain=YesWithPartialCredit())  # fmt: skip
+    assert same_weights(before, weights(tiny_model)) == (not moves)
+    assert all(v["reward"] == 0.0 for v in logged)  # the logs keep the reward
+
+
 def test_grpo_logs_the_expected_keys_each_step(tiny_model: Any, tokenizer: Any) -> None:
     logged = run_grpo(tiny_model, tokenizer, ["yes", "no"], SMALL)
     assert len(logged) == SMALL.steps
