@@ -24,7 +24,8 @@ it then was: DPO takes its reference logprobs from the model before its first st
 and GRPO's KL reference is a deep copy of the wrapped model (so `disable_adapter()`,
 the bare base, would be the wrong reference after SFT, and is not used).
 
-Not guaranteed: `target_modules` are matched as exact layer names (the last part of
+A layer tied to the input embeddings (`lm_head` of the tiny model and SmolLM2) is
+refused as a target. Not guaranteed: `target_modules` are matched as exact layer names (the last part of
 a module path, e.g. `q_proj`), not peft's regular expressions. The merged model
 matches the wrapped one to float rounding (about 1e-6), not bit for bit. Adapters
 on embeddings or convolutions, quantized bases and several adapters at once are not
@@ -75,13 +76,30 @@ def linear_module_names(model: torch.nn.Module) -> list[str]:
 
 
 def check_target_modules(model: torch.nn.Module, targets: Sequence[str]) -> None:
-    """Raise LoraTargetError naming any target that is not a linear layer of `model`."""
+    """Raise LoraTargetError naming any target that is not a linear layer of `model`,
+    or whose weight is tied to the input embeddings."""
     known = linear_module_names(model)
     unknown = [t for t in targets if t not in known]
     if unknown:
         raise LoraTargetError(
             f"no linear layer named {', '.join(map(repr, unknown))} in this model; "
             f"its linear layers are: {', '.join(known)}"
+        )
+    # A layer whose weight *is* the input embedding (tie_word_embeddings) cannot take a
+    # mergeable adapter: merging edits the shared tensor, so the embeddings move too.
+    get_embeddings = getattr(model, "get_input_embeddings", None)
+    shared = getattr(get_embeddings(), "weight", None) if callable(get_embeddings) else None
+    tied_names = {
+        n.rsplit(".", 1)[-1]
+        for n, m in model.named_modules()
+        if _is_linear(m) and shared is not None and m.weight is shared
+    }
+    tied = [t for t in targets if t in tied_names]
+    if tied:
+        raise LoraTargetError(
+            f"{', '.join(map(repr, tied))} shares its weight with the input embeddings "
+            "(tie_word_embeddings), so its adapter cannot be merged into a plain checkpoint; "
+            "leave it out of the targets"
         )
 
 

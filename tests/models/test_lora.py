@@ -257,3 +257,28 @@ def test_a_smoke_recipe_with_lora_ends_in_a_plain_grpo_checkpoint(tmp_path: Path
     assert json.loads((grpo / STATE_FILE).read_text())["lora"]["r"] == 4
     model = AutoModelForCausalLM.from_pretrained(str(grpo))
     assert type(model).__name__ == "LlamaForCausalLM"
+
+
+def test_an_lm_head_tied_to_the_embeddings_is_refused_as_a_target() -> None:
+    # Merging an lm_head adapter edits the tensor it shares with embed_tokens, so the
+    # merged checkpoint would compute something else than base + adapter.
+    lora = LoraSettings(r=4, target_modules=["q_proj", "lm_head"])
+    with pytest.raises(ConfigError, match=r"'lm_head' shares its weight with the input embed"):
+        load_run_policy(SMALL.model_copy(update={"lora": lora}), seed=0)
+
+
+def test_an_untied_lm_head_adapter_merges_into_the_same_logits(tokenizer: Any) -> None:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                         tie_word_embeddings=False)  # fmt: skip
+    torch.manual_seed(0)
+    model: Any = apply_lora(
+        LlamaForCausalLM(config), LoraSettings(r=4, target_modules=["lm_head", "k_proj"])
+    )
+    nudge_adapters(model)
+    ids = sample_ids()
+    expected = logits_of(model, ids)
+    torch.testing.assert_close(logits_of(merged_copy(model), ids), expected, atol=1e-5, rtol=0)
+    torch.testing.assert_close(logits_of(model, ids), expected, atol=0, rtol=0)  # untouched
