@@ -63,11 +63,11 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
         pad_token=PAD,
         additional_special_tokens=SPECIAL_TOKENS[2:],
         clean_up_tokenization_spaces=False,
+        padding_side="left",  # an init argument, so that a saved tokenizer keeps it
         model_max_length=1
         << 20,  # the window is the model's (spec.max_positions), not the tokenizer's
     )
     tok.chat_template = CHAT_TEMPLATE
-    tok.padding_side = "left"
     return tok
 
 

@@ -94,3 +94,21 @@ def test_smollm2_tokenizer_loads_from_the_package_without_a_converted_model(
     assert 5 <= len(ids) <= 12
     assert tokenizer.decode(ids) == "The access code is 4821."
     assert not (tmp_path / "models").exists()
+
+
+def test_a_saved_tokenizer_reloads_with_plain_autotokenizer_unchanged(
+    tokenizer: Any, tmp_path: Any
+) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer.save_pretrained(tmp_path)
+    loaded = AutoTokenizer.from_pretrained(str(tmp_path))
+    text = "a\x00😀 <|end|>"
+    assert loaded.encode(text) == tokenizer.encode(text)
+    chat = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    assert loaded.apply_chat_template(chat, tokenize=False) == tokenizer.apply_chat_template(
+        chat, tokenize=False
+    )
+    pad = tokenizer.pad_token_id
+    assert loaded.pad_token_id == pad and loaded.eos_token_id == tokenizer.eos_token_id
+    assert loaded("ab", padding="max_length", max_length=4).input_ids == [pad, pad, 97, 98]
