@@ -278,6 +278,8 @@ def load_config(recipe: str | Path | None = None, overrides: list[str] | None = 
                 loaded = yaml.safe_load(f)
         except yaml.YAMLError as exc:
             raise ConfigError(f"recipe file {str(path)!r} is not valid YAML: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"recipe file {str(path)!r} is not UTF-8 text: {exc}") from None
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"recipe file {str(path)!r} must hold a mapping of settings")
         data = loaded or {}

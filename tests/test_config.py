@@ -264,3 +264,10 @@ def test_a_grpo_temperature_the_engines_would_sample_greedily_is_refused() -> No
 def test_shape_errors_say_how_to_write_the_setting(override: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load_config(None, [override])
+
+
+def test_a_recipe_that_is_not_utf8_text_is_refused(tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_bytes("name: café\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"recipe\.yaml' is not UTF-8 text"):
+        load_config(recipe)
