@@ -30,6 +30,9 @@ def view(
     """Browse a run's rollouts in the browser (read-only), with filters and full traces."""
     from posttrain.serve.viewer import TraceViewerError, create_viewer
 
+    if not 0 <= port <= 65535:
+        fail(f"--port must be in 0..65535, got {port}")
+        return
     try:
         app = create_viewer(run)
     except TraceViewerError as exc:

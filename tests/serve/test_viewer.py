@@ -287,6 +287,15 @@ def test_cli_view_of_a_run_without_traces_fails_with_exit_2(tmp_path: Path) -> N
     assert "no trace store" in result.output
 
 
+@pytest.mark.parametrize("port", ["-1", "65536"])
+def test_cli_view_with_a_port_out_of_range_fails_with_exit_2(run: RunDir, port: str) -> None:
+    app = typer.Typer()
+    app.command()(view)
+    result = CliRunner().invoke(app, [str(run.path), "--port", port])
+    assert result.exit_code == 2, result.output
+    assert f"--port must be in 0..65535, got {port}" in result.output
+
+
 def test_rollouts_recorded_while_viewing_show_up(run: RunDir) -> None:
     client = TestClient(create_viewer(run.path))
     with TraceStore(run.traces_path) as traces:  # a live run keeps its writer open
