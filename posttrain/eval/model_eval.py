@@ -175,6 +175,12 @@ def run_eval(spec: EvalSpec) -> dict[str, Any]:
     if spec.seed < 0:  # offset + seed * 10**6 would fall below the held-out offset, where
         # the training streams (sft, dpo, grpo) draw their tasks: not held out at all
         raise EvalSpecError(f"--seed must be >= 0, got {spec.seed}")
+    if spec.max_tokens is not None and spec.max_tokens < 1:  # 0 would mean the default
+        raise EvalSpecError(f"--max-tokens must be >= 1, got {spec.max_tokens}")
+    if spec.concurrency < 1:
+        raise EvalSpecError(f"--concurrency must be >= 1, got {spec.concurrency}")
+    if not spec.temperature >= 0:  # NaN too; checked before the greedy pass, not after it
+        raise EvalSpecError(f"--temperature must be >= 0, got {spec.temperature}")
     spec, seed_offset = run_defaults(spec)
     n = spec.n or 20
     domains = select_domains(spec.domains or ["arith/addition-v1", "text/reverse-v1",
