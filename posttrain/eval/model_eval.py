@@ -189,7 +189,10 @@ def run_eval(spec: EvalSpec) -> dict[str, Any]:
     if not levels or any(not 1 <= d <= 10 for d in levels):
         raise EvalSpecError(f"--difficulties must be within 1..10, got {levels}")
     max_tokens = spec.max_tokens or 80
-    tasks = heldout_tasks(domains, n, seed_offset + spec.seed * 10**6, levels)
+    try:
+        tasks = heldout_tasks(domains, n, seed_offset + spec.seed * 10**6, levels)
+    except ValueError as exc:  # a domain with fewer distinct prompts than --n
+        raise EvalSpecError(f"--n {n} with --difficulties {levels}: {exc}") from None
     engine, tokenizer, described = load_engine(spec)
     from posttrain.models.loading import context_window
 

@@ -97,6 +97,11 @@ def test_bad_input_exits_2_with_one_line(args: list[str], needle: str) -> None:
     assert needle in res.output and "Traceback" not in res.output
 
 
+def test_more_tasks_than_a_domain_has_prompts_is_refused_naming_n() -> None:
+    with pytest.raises(EvalSpecError, match=r"--n 5000 with --difficulties \[1\]: .*too few"):
+        run_eval(EvalSpec("tiny", ["arith/addition-v1"], n=5000, difficulties=[1]))
+
+
 def test_an_unreachable_endpoint_exits_2_with_one_line() -> None:
     import socket
 
