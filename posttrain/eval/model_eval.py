@@ -105,7 +105,12 @@ def run_defaults(spec: EvalSpec) -> tuple[EvalSpec, int]:
     config = path / "config.yaml"
     if not (path.is_dir() and config.is_file()):
         return spec, DEFAULT_SEED_OFFSET
-    data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    try:
+        data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise EvalSpecError(f"{config} cannot be read as a run's config: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("eval", {}), dict):
+        raise EvalSpecError(f"{config} is not a run's config: it must hold a mapping of settings")
     ev = data.get("eval", {})
     spec = dataclasses.replace(
         spec,
