@@ -281,7 +281,7 @@ def domains_bench(
     """Tasks/s and verifications/s per domain (median of runs), with the machine's load."""
     from posttrain.domains import all_domains, get_domain, load_entry_points
     from posttrain.domains.bench import bench_domains, machine_load
-    from posttrain.domains.matrix import filter_domains
+    from posttrain.domains.matrix import family_of, filter_domains
 
     load_entry_points()
     if tasks < 1 or repeats < 1:
@@ -292,6 +292,12 @@ def domains_bench(
         fail(str(exc.args[0]))
         return
     domains = filter_domains(domains, family=family)
+    if not domains:  # only a family can leave none; an empty bench would exit 0
+        families = sorted({family_of(d.id) for d in all_domains()})
+        known = family in families
+        fail(f"no domain of family {family!r} among these ids" if known
+             else f"unknown family {family!r}; families: {', '.join(families)}")  # fmt: skip
+        return
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     before = machine_load()
     if as_json:

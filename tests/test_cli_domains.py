@@ -30,6 +30,18 @@ def test_domains_bench_an_unknown_id_exits_2_with_the_nearest() -> None:
     assert result.returncode == 2 and "arith/addition-v1" in result.stderr
 
 
+def test_domains_bench_an_unknown_family_exits_2_listing_the_families() -> None:
+    result = posttrain("domains", "bench", "--family", "arithmetic")
+    assert result.returncode == 2, result.stdout
+    assert "unknown family 'arithmetic'; families: agent, arith," in result.stderr
+
+
+def test_domains_bench_ids_outside_the_family_exit_2() -> None:
+    result = posttrain("domains", "bench", "list/sort-v1", "--family", "arith")
+    assert result.returncode == 2, result.stdout
+    assert "no domain of family 'arith' among these ids" in result.stderr
+
+
 def test_score_prints_each_line_and_the_summary(tmp_path: Path) -> None:
     task = get_domain("arith/addition-v1").generate(5, 3)
     path = tmp_path / "c.jsonl"
