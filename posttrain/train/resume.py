@@ -152,7 +152,10 @@ def open_for_resume(path: str | Path) -> tuple[RunDir, RunConfig]:
         raise ConfigError(f"resume: {exc}") from None
     if not run.config_path.is_file():
         raise ConfigError(f"resume: {run.path} has no config.yaml; is it a run directory?")
-    config = load_config(run.config_path)
+    try:
+        config = load_config(run.config_path)
+    except ConfigError as exc:  # a foreign or damaged config.yaml: say which file
+        raise ConfigError(f"resume: {run.config_path}: {exc}") from None
     return run, config.model_copy(update={"resume": None})
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import torch
 
-from posttrain.config import SFTConfig, load_config
+from posttrain.config import ConfigError, SFTConfig, load_config
 from posttrain.models.tiny import TinyModelSpec, build_tiny_model, build_tokenizer
 from posttrain.store import COMPLETE_MARKER, atomic, is_complete
 from posttrain.store.alerts import read_alerts
@@ -30,6 +30,7 @@ from posttrain.train.resume import (
     forget_unfinished,
     load_grpo_state,
     load_sft_state,
+    open_for_resume,
     save_sft_state,
 )
 from posttrain.train.sft import SFTLoop, sft_optimizer
@@ -161,6 +162,14 @@ def test_resume_with_other_settings_is_refused(tmp_path: Path) -> None:
 def test_resume_of_a_missing_run_is_a_clear_error(tmp_path: Path) -> None:
     result = _run(f"resume={tmp_path / 'nope'}", cwd=tmp_path)
     assert result.returncode == 2 and "does not exist" in result.stderr
+
+
+def test_resume_of_a_folder_with_a_foreign_config_yaml_names_that_file(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("model: gpt2\nlearning_rate: 3\n")
+    with pytest.raises(ConfigError) as info:
+        open_for_resume(tmp_path)
+    assert str(info.value).startswith(f"resume: {tmp_path / 'config.yaml'}: ")
+    assert "unknown key 'learning_rate'" in str(info.value)
 
 
 def test_a_failed_sft_state_save_leaves_the_previous_state_loadable(
