@@ -1,4 +1,5 @@
-"""The base of every config section: unknown keys and bad assignments are errors.
+"""The base of every config section: unknown keys, bad assignments and numbers that are
+not finite (an infinite learning rate, a NaN weight) are errors.
 
 `ConfigError` is what `posttrain.config.load_config` raises for a recipe or override
 that cannot run; `_Strict` is the pydantic base of each section (`config.py`,
@@ -16,7 +17,7 @@ class ConfigError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 def check_levels(levels: list[int], key: str) -> None:

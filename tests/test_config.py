@@ -192,15 +192,15 @@ def test_heldout_difficulties_outside_1_to_10_are_named() -> None:
 @pytest.mark.parametrize(
     ("weights", "needle"),
     [
-        ("{arith/addition-v1: .nan}", r"weight of 'arith/addition-v1' must be a finite .* got nan"),
-        ("{arith/addition-v1: .inf}", r"weight of 'arith/addition-v1' must be a finite .* got inf"),
-        ("{arith/addition-v1: -1}", r"weight of 'arith/addition-v1' must be a finite .* got -1"),
+        ("{arith/addition-v1: .nan}", r"\.arith/addition-v1: .* a finite number \(got nan\)"),
+        ("{arith/addition-v1: .inf}", r"\.arith/addition-v1: .* a finite number \(got inf\)"),
+        ("{arith/addition-v1: -1}", r": the weight of 'arith/addition-v1' must be .* got -1"),
     ],
 )
 def test_an_sft_domain_weight_that_is_not_finite_and_non_negative_is_named(
     weights: str, needle: str
 ) -> None:
-    with pytest.raises(ConfigError, match=rf"sft\.domain_weights: the {needle}"):
+    with pytest.raises(ConfigError, match=rf"sft\.domain_weights{needle}"):
         load_config(None, [f"sft.domain_weights={weights}"])
 
 
@@ -212,10 +212,31 @@ def test_sft_domain_weights_that_leave_every_domain_at_zero_are_refused() -> Non
     assert config.sft.domain_weights == {"arith/addition-v1": 0.0}
 
 
-@pytest.mark.parametrize("weight", [".inf", ".nan", "-1"])
-def test_a_mixture_weight_that_is_not_finite_and_non_negative_is_named(weight: str) -> None:
-    with pytest.raises(ConfigError, match=r"mixture: the weight of 'arith' must be a finite"):
+@pytest.mark.parametrize(
+    ("weight", "needle"),
+    [
+        (".inf", r"mixture\.arith: .* a finite number \(got inf\)"),
+        (".nan", r"mixture\.arith: .* a finite number \(got nan\)"),
+        ("-1", r"mixture: the weight of 'arith' must be a finite number >= 0, got -1"),
+    ],
+)
+def test_a_mixture_weight_that_is_not_finite_and_non_negative_is_named(
+    weight: str, needle: str
+) -> None:
+    with pytest.raises(ConfigError, match=needle):
         load_config(None, [f"mixture={{arith: {weight}}}"])
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["grpo.lr=.inf", "dpo.beta=.inf", "sft.weight_decay=.inf", "grpo.kl_coef=.inf",
+     "train.timeout_s=.inf", "datasets=[{id: a/b-v1, path: x, reward: [m:f], reward_weights: [.nan]}]"],
+)  # fmt: skip
+def test_an_infinite_or_nan_number_is_refused_naming_the_field(override: str) -> None:
+    """An infinite learning rate turns every weight into inf at the first step."""
+    key = override.split("=", 1)[0]
+    with pytest.raises(ConfigError, match=rf"{key}(\.0\.reward_weights\.0)?: .* a finite number"):
+        load_config(None, [override])
 
 
 def test_a_head_count_that_does_not_divide_the_width_names_both_and_the_choices() -> None:
