@@ -269,7 +269,7 @@ def load_config(recipe: str | Path | None = None, overrides: list[str] | None = 
         path = Path(recipe)
         if path.is_dir():
             raise ConfigError(f"recipe file {str(path)!r} is a directory, not a recipe file")
-        if not path.is_file():
+        if not path.exists():  # a pipe, as from `posttrain run <(...)`, is read like a file
             looks_like_key = path.suffix not in (".yaml", ".yml") and "/" not in str(recipe)
             hint = " (an override is written key.path=value)" if looks_like_key else ""
             raise ConfigError(f"recipe file {str(path)!r} does not exist{hint}")

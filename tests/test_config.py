@@ -292,3 +292,21 @@ def test_a_recipe_that_is_not_utf8_text_is_refused(tmp_path: Path) -> None:
     recipe.write_bytes("name: café\n".encode("latin-1"))
     with pytest.raises(ConfigError, match=r"recipe\.yaml' is not UTF-8 text"):
         load_config(recipe)
+
+
+def test_a_recipe_from_a_pipe_is_read(tmp_path: Path) -> None:
+    """`posttrain run <(sed ... recipe.yaml)` gives a named pipe, not a regular file."""
+    import os
+    import threading
+
+    pipe = tmp_path / "recipe-pipe"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=pipe.write_text, args=("seed: 7\n",))
+    writer.start()
+    try:
+        assert load_config(pipe).seed == 7
+    finally:
+        if writer.is_alive():  # the reader failed before opening: unblock the writer
+            with pipe.open(encoding="utf-8") as f:
+                f.read()
+        writer.join()
