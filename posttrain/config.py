@@ -88,27 +88,6 @@ class LoggingConfig(_Strict):
     )
 
 
-class SandboxConfig(_Strict):
-    """The sandbox pool for domains that execute code (fields mirror `SandboxSpec`)."""
-
-    isolation: Literal["auto", "bwrap", "unshare", "none"] = Field(
-        "auto", description="strongest available first; 'none' only for trusted code"
-    )
-    pool_size: int = Field(2, ge=1, description="warm sandboxes kept started")
-    max_tasks: int = Field(1000, ge=1, description="tasks before a sandbox is replaced")
-    memory_mb: int = Field(1024, ge=16, description="address-space limit per task")
-    max_processes: int = Field(64, ge=1, description="processes + threads per task")
-    max_open_files: int = Field(256, ge=8, description="open files per task")
-    max_file_mb: int = Field(64, ge=1, description="largest file a task may write")
-    tmpfs_mb: int = Field(256, ge=1, description="size of the private /workspace and /tmp")
-    output_cap: int = Field(65536, ge=0, description="bytes kept of stdout and of stderr")
-    cpu_cores: float = Field(1.0, gt=0, description="cgroup CPU quota per sandbox")
-    timeout_s: float = Field(10.0, gt=0, description="default wall clock per task")
-    preload: list[str] = Field(
-        default_factory=list, description="modules imported once per sandbox"
-    )
-
-
 class DatasetConfig(_Strict):
     """A domain built from the user's own JSONL/Parquet file (`posttrain.domains.dataset`)."""
 
@@ -207,7 +186,6 @@ class RunConfig(_Strict):
     context: ContextConfig = Field(default_factory=lambda: ContextConfig())
     rollout: RolloutConfig = Field(default_factory=lambda: RolloutConfig())
     control: ControlConfig = Field(default_factory=lambda: ControlConfig())
-    sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig())
     alerts: AlertsConfig = Field(default_factory=lambda: AlertsConfig())
     logging: LoggingConfig = Field(default_factory=lambda: LoggingConfig())
     train: TrainConfig = Field(default_factory=lambda: TrainConfig())

@@ -77,6 +77,13 @@ def test_an_unknown_section_suggests_the_nearest_one() -> None:
         load_config(None, ["grop.steps=3"])
 
 
+def test_there_is_no_sandbox_section_to_set_and_be_ignored() -> None:
+    # Domains size their own sandboxes (pytool 512 MB, openscad 2 GB, ...); a run-level
+    # section that nothing read was accepted and silently ignored.
+    with pytest.raises(ConfigError, match=r"unknown key 'sandbox\.isolation'"):
+        load_config(None, ["sandbox.isolation=none"])
+
+
 def test_an_unknown_recipe_key_suggests_the_nearest_one(tmp_path: Path) -> None:
     recipe = write_recipe(tmp_path, "sft:\n  learning_rate: 0.1\n  bach_size: 8\n")
     with pytest.raises(ConfigError) as info:

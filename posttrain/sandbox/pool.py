@@ -19,9 +19,8 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from posttrain.sandbox.results import SandboxSpec, Snapshot
 from posttrain.sandbox.sandbox import Sandbox, SandboxError
@@ -65,13 +64,6 @@ class SandboxPool:
         except BaseException:
             self.close()
             raise
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any] | Any) -> SandboxPool:
-        """A pool from the run config's `sandbox` section (`RunConfig.sandbox`, or its dump)."""
-        fields = dict(config.model_dump() if hasattr(config, "model_dump") else config)
-        size, max_tasks = int(fields.pop("pool_size", 2)), int(fields.pop("max_tasks", 1000))
-        return cls(size=size, spec=SandboxSpec(**fields), max_tasks=max_tasks)
 
     def _new(self) -> Sandbox:
         sandbox = Sandbox(self.spec)

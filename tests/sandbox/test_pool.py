@@ -152,18 +152,6 @@ def test_pool_pids_cover_every_sandbox_tree() -> None:
     assert survivors == []
 
 
-def test_pool_from_run_config_uses_its_limits() -> None:
-    from posttrain.config import load_config
-
-    config = load_config(
-        None, ["sandbox.pool_size=1", "sandbox.memory_mb=300", "sandbox.max_tasks=2"]
-    )
-    with SandboxPool.from_config(config.sandbox.model_dump()) as pool:
-        assert pool.size == 1 and pool.max_tasks == 2 and pool.spec.memory_mb == 300
-        with pool.lease() as sb:
-            assert sb.run_python("x = bytearray(400 * 1024**2)").oom
-
-
 def test_close_wakes_threads_waiting_for_a_sandbox() -> None:
     pool = SandboxPool(size=1, spec=SPEC)
     errors: list[BaseException] = []
