@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
-from rich.markup import escape
+from rich.markup import escape as markup_escape
 from rich.table import Column, Table
 
 from posttrain.cli_console import console, err_console, fail
@@ -69,7 +69,7 @@ def traces_list(
     )
     for r in rows:
         table.add_row(r.id[:12], r.domain, r.stage, str(r.policy_version), f"{r.reward:.3f}",
-                      "yes" if r.passed else "[red]no[/]", escape(_short(r.error or "", 50)))  # fmt: skip
+                      "yes" if r.passed else "[red]no[/]", _escape(_short(r.error or "", 50)))  # fmt: skip
     console.print(table)
     passed, errors = sum(r.passed for r in rows), sum(r.error is not None for r in rows)
     console.print(f"{len(rows)} rollouts: {passed} passed, {errors} with an error", highlight=False)
@@ -98,30 +98,30 @@ def traces_show(
         return
     # soft_wrap: long texts and tool arguments stay on one line each, copyable whole.
     r, out = rollout, partial(console.print, highlight=False, soft_wrap=True)
-    out(f"[bold]rollout {r.id}[/]  task {escape(r.task_id)}  difficulty {r.difficulty}  "
+    out(f"[bold]rollout {r.id}[/]  task {_escape(r.task_id)}  difficulty {r.difficulty}  "
         f"policy version {r.policy_version}")  # fmt: skip
     for m in r.messages[: prompt_length(r)]:
-        out(f"[bold cyan]{m.role}:[/] {escape(m.content)}")
+        out(f"[bold cyan]{m.role}:[/] {_escape(m.content)}")
     for k, turn in enumerate(r.turns, start=1):
         sampled = f"{len(turn.token_ids)} tokens, {turn.finish_reason}"
-        out(f"[bold]turn {k}[/] ({sampled}) [bold green]assistant:[/] {escape(turn.text)}")  # fmt: skip
+        out(f"[bold]turn {k}[/] ({sampled}) [bold green]assistant:[/] {_escape(turn.text)}")  # fmt: skip
         for call in turn.tool_calls:
             args = json.dumps(call.arguments, ensure_ascii=False)
-            out(f"  [magenta]tool call[/] {escape(call.name)}({escape(args)})")
+            out(f"  [magenta]tool call[/] {_escape(call.name)}({_escape(args)})")
         for obs in turn.observations:
             who = f"{obs.role}[{obs.name}]" if obs.name else obs.role
-            out(f"  [yellow]{escape(who)}:[/] {escape(obs.content)}")
+            out(f"  [yellow]{_escape(who)}:[/] {_escape(obs.content)}")
     n_sampled = sum(r.loss_mask)
     out(f"tokens: prompt {len(r.prompt_ids)}, completion {len(r.completion_ids)}, "
         f"sampled {n_sampled}, environment {len(r.completion_ids) - n_sampled}")  # fmt: skip
     v = r.verdict
     verdict = "[green]pass[/]" if v.passed else "[red]fail[/]"
-    out(f"verdict: {verdict}, reward {v.reward:g} — {escape(v.reason)}")
+    out(f"verdict: {verdict}, reward {v.reward:g} — {_escape(v.reason)}")
     if v.components:
-        out("components: " + ", ".join(f"{escape(k)} {x:g}" for k, x in v.components.items()))
+        out("components: " + ", ".join(f"{_escape(k)} {x:g}" for k, x in v.components.items()))
     for what, error in (("verifier error", v.error), ("episode error", r.error)):
         if error:
-            out(f"[red]{what}:[/] {escape(error)}")
+            out(f"[red]{what}:[/] {_escape(error)}")
     if r.timings:
         out("timings: " + ", ".join(f"{k} {x:.3g}" for k, x in r.timings.items()))
 
@@ -131,6 +131,7 @@ def rescore_command(run: RunArg, domain: DomainOpt = None, stage: StageOpt = Non
     """Verify stored rollouts again with the current verifiers; report what changed."""
     from posttrain.eval.rescore import rescore
     from posttrain.store.atomic import atomic_write_text
+    from posttrain.types import json_text
 
     with _open_store(run) as store:
         report = rescore(_call(lambda: store.select(domain, stage)))
@@ -138,11 +139,11 @@ def rescore_command(run: RunArg, domain: DomainOpt = None, stage: StageOpt = Non
            **report.to_json()}  # fmt: skip
     path = run / "rescore.json"
     try:
-        atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+        atomic_write_text(path, json_text(doc, indent=1) + "\n")
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}")
     if as_json:
-        typer.echo(json.dumps(doc, indent=1, ensure_ascii=False))
+        typer.echo(json_text(doc, indent=1))
         return
     if not report.per_domain:
         err_console.print("no rollouts match these filters")
@@ -156,7 +157,7 @@ def rescore_command(run: RunArg, domain: DomainOpt = None, stage: StageOpt = Non
         for c in report.changes:
             flip = f"{_yes(c.old_passed)} → {_yes(c.new_passed)}"
             changes.add_row(c.id[:12], c.domain, f"{c.old_reward:.3f} → {c.new_reward:.3f}",
-                            flip, escape(c.new_error or c.new_reason))  # fmt: skip
+                            flip, _escape(c.new_error or c.new_reason))  # fmt: skip
         console.print(changes)
     console.print(f"{len(report.changes)} changed; report: [bold]{path}[/]", highlight=False)
 
@@ -246,6 +247,14 @@ class _Counting:
         for rollout in self.rollouts:
             self.n += 1
             yield rollout
+
+
+def _escape(text: str) -> str:
+    """`text` for a rich console: markup escaped, lone surrogates (which a stored model
+    text can hold, and no terminal encoding takes) written as `\\udXXX`."""
+    from posttrain.types import escape_surrogates
+
+    return markup_escape(escape_surrogates(text))
 
 
 def _short(text: str, n: int) -> str:

@@ -39,6 +39,31 @@ def _plain(value: Any) -> Any:
     return copy.deepcopy(value)  # no dataclass inside: asdict would copy it the same way
 
 
+def json_text(value: Any, **kw: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False, **kw)`, unless that text holds a lone
+    surrogate (`"\\ud800"`: model text can), which UTF-8 cannot encode, so files, SQLite
+    and terminals refuse it: then the ASCII-only JSON, which `json.loads` reads back
+    exactly."""
+    text = json.dumps(value, ensure_ascii=False, **kw)
+    return text if utf8_encodable(text) else json.dumps(value, ensure_ascii=True, **kw)
+
+
+def utf8_encodable(text: str) -> bool:
+    """Whether `text` encodes to UTF-8, i.e. holds no lone surrogate."""
+    if text.isascii():  # the common case, without a copy
+        return True
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def escape_surrogates(text: str) -> str:
+    """`text` with each lone surrogate written as `\\udXXX`, so that it encodes to UTF-8."""
+    return text if utf8_encodable(text) else text.encode("utf-8", "backslashreplace").decode()
+
+
 class JsonMixin:
     """`to_dict`/`from_dict`/`to_json`/`from_json` for the dataclasses below."""
 
@@ -49,7 +74,8 @@ class JsonMixin:
         return _plain(self)  # type: ignore[no-any-return]
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
+        """JSON text that encodes to UTF-8 (see `json_text`)."""
+        return json_text(self.to_dict(), sort_keys=True)
 
     @classmethod
     def from_dict(cls: type[T], data: dict[str, Any]) -> T:

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from posttrain.cli import app
 from posttrain.store.run_dir import RunDir
 from posttrain.store.traces import TraceStore
-from posttrain.types import Rollout, Verdict
+from posttrain.types import Rollout, ToolCall, Verdict
 from tests.store.test_export import ARITH, CALC, answer, calc_texts, play
 
 STALE = Verdict(0.0, False, "an old verifier bug")
@@ -159,6 +159,72 @@ def test_export_bad_input_exits_2_naming_it(run: Path, args: list[str], message:
     result = posttrain("export", run, *args)
     assert result.exit_code == 2
     assert message in result.output
+
+
+@pytest.fixture
+def degraded_run(tmp_path: Path) -> Path:
+    """A run whose store holds rollouts with lone surrogates (stored escaped) and one too
+    deep to serialize (a placeholder), next to clean ones."""
+    run_dir = RunDir.create(tmp_path / "runs", name="r2")
+    single = play(ARITH, [answer(0)], rollout_id="surr-single")
+    single.turns[0].text += "\ud800"
+    single.messages[-1].content += "\ud800"
+    in_prompt = play(ARITH, [answer(3)], seed=3, rollout_id="surr-prompt")
+    in_prompt.messages[0].content += "\ud800"  # the domain's task text
+    multi = play(CALC, calc_texts(0), rollout_id="surr-multi")
+    multi.turns[-1].text += "\ud800"
+    multi.messages[-1].content += "\ud800"
+    multi.verdict.reason += " \udfff"
+    deep = play(ARITH, [answer(1)], seed=1, rollout_id="deep-0001")
+    nested: Any = []
+    for _ in range(100_000):
+        nested = [nested]
+    deep.turns[0].tool_calls = [ToolCall("calc", {"expr": nested})]
+    with TraceStore(run_dir.traces_path) as store:
+        clean = [play(ARITH, [answer(2)], seed=2, rollout_id="clean-0001"),
+                 play(CALC, calc_texts(1), seed=1, rollout_id="clean-0002")]  # fmt: skip
+        assert store.record([*clean, single, in_prompt, multi, deep], "grpo") == 6
+        assert store.degraded == {"escaped": 3, "placeholder": 1}
+    return run_dir.path
+
+
+def test_list_and_show_print_rollouts_stored_degraded(degraded_run: Path) -> None:
+    listed = posttrain("traces", "list", degraded_run)
+    assert listed.exit_code == 0, listed.output
+    assert "6 rollouts: 6 passed, 1 with an error" in listed.stdout
+    errors = {r["id"]: r["error"] for r in ok_json("traces", "list", degraded_run)}
+    assert errors["deep-0001"].startswith("trace not stored: cannot be serialized (Recursion")
+    for rollout_id, seen in [("surr-multi", "\\ud800"), ("deep-0001", "RecursionError")]:
+        shown = posttrain("traces", "show", degraded_run, rollout_id)
+        assert shown.exit_code == 0, shown.output
+        assert seen in shown.stdout
+    as_json = ok_json("traces", "show", degraded_run, "surr-multi")
+    assert as_json["turns"][-1]["text"].endswith("\ud800")
+
+
+def test_rescore_skips_placeholders_and_replays_it_cannot_tokenize(degraded_run: Path) -> None:
+    doc = ok_json("rescore", degraded_run)
+    assert doc["per_domain"][ARITH] == {
+        "reverified": 2, "changed": 1,  # its answer, verified clean, now ends in a surrogate
+        "not_reverifiable": {"the episode itself failed, so there is no answer to verify": 1,
+                             "the domain now makes a different task for this id": 1}}  # fmt: skip
+    assert [c["id"] for c in doc["changes"]] == ["surr-single"]
+    assert doc["per_domain"][CALC] == {
+        "reverified": 1, "changed": 0,
+        "not_reverifiable": {"a turn holds a lone surrogate, which no tokenizer replays": 1}}  # fmt: skip
+    assert json.loads((degraded_run / "rescore.json").read_text()) == doc | {
+        "rescored_at": doc["rescored_at"]
+    }
+
+
+@pytest.mark.parametrize(
+    ("out", "n"), [("sft.jsonl", 2), ("sft.parquet", 2), ("rl.jsonl", 4), ("rl.parquet", 4)]
+)
+def test_export_leaves_out_texts_with_lone_surrogates(
+    degraded_run: Path, tmp_path: Path, out: str, n: int
+) -> None:
+    rows = exported(degraded_run, out.split(".")[0], tmp_path / out)
+    assert len(rows) == n and "\\ud800" not in json.dumps(rows.to_list())
 
 
 def exported(run: Path, fmt: str, path: Path) -> datasets.Dataset:

@@ -17,9 +17,10 @@ dataset domain) by the registered domain, and must give the stored prompt back. 
   the recorded observations; otherwise the rollout is reported as not re-verifiable.
 
 A change is a flip of `passed` or a reward that moved by more than `REWARD_TOLERANCE`.
-Rollouts whose episode crashed, whose domain is not registered, whose task id does not
-parse, or whose task is no longer the one the id named are counted per domain under the
-reason, never guessed at.
+Rollouts whose episode crashed (a trace store placeholder too: its `error` is set), whose
+domain is not registered, whose task id does not parse, whose task is no longer the one the
+id named, or (multi-turn) whose turns hold a lone surrogate, which no tokenizer replays, are
+counted per domain under the reason, never guessed at.
 
 Not guaranteed: a multi-turn verdict is the replayed episode's, whose token ids come from
 the built-in tokenizer, not the run's; a verifier that reads token ids may differ for that
@@ -35,7 +36,7 @@ from typing import Any
 
 from posttrain.domains.base import Domain
 from posttrain.store.export import prompt_length
-from posttrain.types import Message, Reference, Rollout, Task, Verdict
+from posttrain.types import Message, Reference, Rollout, Task, Verdict, utf8_encodable
 
 REWARD_TOLERANCE = 1e-9
 REPLAY_BATCH = 256  # multi-turn rollouts replayed together, per domain
@@ -143,6 +144,9 @@ def rescore(
             continue
         if getattr(domain, "open", None) is None:
             report._add(rollout, _verify(domain, task, rollout))
+            continue
+        if not all(utf8_encodable(t.text) for t in rollout.turns):
+            report._skip(rollout, "a turn holds a lone surrogate, which no tokenizer replays")
             continue
         domains[domain.id] = domain
         batch = pending.setdefault(domain.id, [])

@@ -20,7 +20,8 @@ inclusive), `page` (from 1). `RolloutFilter(...).query_string()` builds one.
 
 Filtering on domain, stage, passed and step runs in SQL; the cell filter maps the
 store's distinct domains to cells in Python and becomes a `domain IN (...)` clause.
-Rollouts recorded while the viewer runs show up on the next page load.
+Rollouts recorded while the viewer runs show up on the next page load. A lone surrogate
+in a stored text (UTF-8 cannot encode one) shows as `\\udXXX` in pages.
 
 Not guaranteed: the store is opened with SQLite's `mode=ro`, so the viewer cannot change
 a rollout, but SQLite may still create the `-wal`/`-shm` side files of a WAL database
@@ -48,7 +49,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from posttrain.store.run_dir import RunDir
-from posttrain.types import Message, Rollout
+from posttrain.types import Message, Rollout, escape_surrogates, json_text
 
 PAGE_SIZE = 100
 UNREGISTERED = "unregistered"
@@ -259,9 +260,8 @@ class TraceReader:
     def rollout(self, rollout_id: str) -> tuple[str, Rollout] | None:
         """(stage, rollout) of `rollout_id`, or None when the store has no such id."""
         with closing(open_traces_readonly(self.path)) as conn:
-            found = conn.execute(
-                "SELECT stage, json FROM rollouts WHERE id = ?", (rollout_id,)
-            ).fetchone()
+            sql = "SELECT stage, json FROM rollouts WHERE id = ?"
+            found = conn.execute(sql, (rollout_id,)).fetchone()
         return None if found is None else (found[0], Rollout.from_json(found[1]))
 
 
@@ -277,6 +277,11 @@ def _row(found: tuple[Any, ...]) -> Row:
         rollout_id, task_id, domain, cell_name(domain), stage, version, difficulty,
         reward, bool(passed), reason, error,
     )  # fmt: skip
+
+
+class _JSONResponse(JSONResponse):  # ASCII-escaped when it holds a lone surrogate
+    def render(self, content: Any) -> bytes:
+        return json_text(content, allow_nan=False, separators=(",", ":")).encode()
 
 
 def create_viewer(run_dir: str | Path, page_size: int = PAGE_SIZE) -> FastAPI:
@@ -307,7 +312,7 @@ def create_viewer(run_dir: str | Path, page_size: int = PAGE_SIZE) -> FastAPI:
     @app.exception_handler(FilterError)
     def bad_filter(request: Request, exc: FilterError) -> Response:
         if request.url.path.startswith("/api/"):
-            return JSONResponse({"error": str(exc)}, status_code=400)
+            return _JSONResponse({"error": str(exc)}, status_code=400)
         return HTMLResponse(_message_page("Bad filter", str(exc)), status_code=400)
 
     @app.get("/", response_class=HTMLResponse)
@@ -326,17 +331,17 @@ def create_viewer(run_dir: str | Path, page_size: int = PAGE_SIZE) -> FastAPI:
         return HTMLResponse(_detail_page(found[1], found[0], filt))
 
     @app.get("/api/rollouts")
-    def api_list(request: Request) -> dict[str, Any]:
+    def api_list(request: Request) -> Response:
         filt, page = parse(request)
         listing = reader.listing(filt, page, page_size)
-        return asdict(listing)
+        return _JSONResponse(asdict(listing))
 
     @app.get("/api/rollouts/{rollout_id}")
     def api_one(rollout_id: str) -> Response:
         found = reader.rollout(rollout_id)
         if found is None:
-            return JSONResponse({"error": f"no rollout with id {rollout_id!r}"}, status_code=404)
-        return JSONResponse({"stage": found[0], "rollout": found[1].to_dict()})
+            return _JSONResponse({"error": f"no rollout with id {rollout_id!r}"}, status_code=404)
+        return _JSONResponse({"stage": found[0], "rollout": found[1].to_dict()})
 
     return app
 
@@ -358,7 +363,7 @@ def _e(value: object) -> str:
 
 
 def _page(title: str, body: str) -> str:
-    return (
+    return escape_surrogates(  # a lone surrogate in a stored text: UTF-8 cannot encode it
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
         f"<style>{_CSS}</style></head><body>{body}</body></html>"
     )

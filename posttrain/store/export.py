@@ -20,8 +20,9 @@ not render the calls twice; a tool's reply is `{"role": "tool", "content", "name
   `prompt` is the task's prompt, `chosen`/`rejected` every message after it.
 - `rl_rows`: one row per distinct task id, its prompt and where it came from.
 
-Rollouts with an error (a crashed episode or a failed verifier) are never exported as
-examples: their verdict says nothing about the answer. `write_rows` picks the file format
+Rollouts with an error (a crashed episode or a failed verifier, or a trace store
+placeholder) are never exported as examples: their verdict says nothing about the answer;
+nor are texts holding a lone surrogate, which UTF-8 cannot encode nor a tokenizer take. `write_rows` picks the file format
 by suffix: `.jsonl`, or `.parquet` where each message is an Arrow JSON value (so tool
 arguments keep their own keys; `datasets` reads the column back as `Json`).
 
@@ -41,7 +42,7 @@ from typing import Any
 
 from posttrain.store.atomic import atomic_write_bytes, atomic_write_text
 from posttrain.tools.parse import strip_tool_calls
-from posttrain.types import Message, Rollout
+from posttrain.types import Message, Rollout, utf8_encodable
 
 FORMATS = ("sft", "dpo", "rl")
 SUFFIXES = (".jsonl", ".parquet")
@@ -92,8 +93,18 @@ def split_conversation(rollout: Rollout, tool_markup: bool = False) -> tuple[lis
 
 
 def usable(rollout: Rollout) -> bool:
-    """False for a crashed episode or a failed verifier: no judgement of the answer."""
-    return rollout.error is None and rollout.verdict.error is None
+    """False for a crashed episode or a failed verifier: no judgement of the answer; and
+    for a conversation with a lone surrogate (UTF-8 cannot encode it, no tokenizer takes it)."""
+    return (
+        rollout.error is None
+        and rollout.verdict.error is None
+        and all(utf8_encodable(m.content) for m in rollout.messages)
+        and all(
+            utf8_encodable(json.dumps(c.arguments, ensure_ascii=False))
+            for m in rollout.messages
+            for c in m.tool_calls
+        )
+    )
 
 
 def sft_rows(
@@ -163,7 +174,7 @@ def rl_rows(rollouts: Iterable[Rollout]) -> list[Row]:
     for r in rollouts:
         if r.task_id not in seen:
             prompt = [hf_message(m) for m in r.messages[: prompt_length(r)]]
-            if prompt:
+            if prompt and utf8_encodable(json.dumps(prompt, ensure_ascii=False)):
                 seen[r.task_id] = {
                     "prompt": prompt, "task_id": r.task_id, "domain": r.domain,
                     "difficulty": r.difficulty,

@@ -16,6 +16,18 @@ columns for queries (task, domain, stage, policy version, reward, passed). Rows
 are numbered by SQLite's rowid in insertion order; `high_water_mark` is the
 largest, which a checkpoint saves so a resume knows what came after it.
 
+Recording never raises on a rollout's content, so one bad rollout costs neither its
+batch nor the run: a rollout holding a lone surrogate (model text can; UTF-8 cannot
+encode it) is stored as ASCII-escaped JSON, which reads back exactly; one that cannot
+be serialized at all (nested too deep, a value JSON has no form for) is stored as a
+placeholder with its id, task, policy version, verdict and `judged` but no trajectory,
+whose `error` starts with `NOT_STORED`, names the problem and keeps the episode's own
+error after it (so readers treat it as a crashed episode: exports and `rescore` skip it).
+Each such rollout is counted in `TraceStore.degraded` (by kind) and logged as a warning.
+A lone surrogate in an indexed column (id, task id, domain, stage) is written there as
+`\\udXXX`. Rows are made before the transaction, so only the database itself (a full
+disk, a lock, a column of the wrong type: a programming error) can fail a batch, whole.
+
 `query` and `select` filter in SQL on the indexed columns: `domain` is an exact id or a
 family (`"arith"` matches every `arith/...` id), `stage` is exact, `failed` keeps the
 rollouts that did not pass (True) or did (False). `query` returns `TraceRow`s, whose
@@ -36,6 +48,8 @@ columns alone and 31 s for `json.loads` of every row in Python.
 
 from __future__ import annotations
 
+import json
+import logging
 import sqlite3
 import threading
 import time
@@ -45,7 +59,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from posttrain.types import Rollout
+from posttrain.types import Rollout, Verdict, utf8_encodable
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rollouts (
@@ -70,8 +86,12 @@ _INSERT = (
 )
 # The episode's error, else the verifier's: json_extract yields SQL NULL for JSON null.
 _ERROR = "COALESCE(json_extract(json, '$.error'), json_extract(json, '$.verdict.error'))"
-_ROW_COLUMNS = f"id, task_id, domain, stage, policy_version, reward, passed, {_ERROR}, created"
+# As a BLOB: SQLite turns an escaped lone surrogate into bytes that are not UTF-8.
+_ROW_COLUMNS = (
+    f"id, task_id, domain, stage, policy_version, reward, passed, CAST({_ERROR} AS BLOB), created"
+)
 MIN_PREFIX = 6  # the shortest id prefix `get` accepts
+NOT_STORED = "trace not stored"  # how a placeholder's `error` starts
 
 
 class AmbiguousIdError(ValueError):
@@ -102,6 +122,7 @@ class TraceStore:
     def __init__(self, path: str | Path, timeout: float = 30.0) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self.degraded: dict[str, int] = {}  # rollouts stored degraded, by kind, since opened
         # isolation_level=None: transactions are explicit (BEGIN ... COMMIT) below.
         self._conn = sqlite3.connect(
             self.path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -114,22 +135,17 @@ class TraceStore:
         """Store `rollouts` under `stage` in one transaction; return how many were new.
 
         Ids already stored (or repeated within the batch) are skipped, not overwritten.
+        A rollout that cannot be stored as it is is stored degraded (see the module doc),
+        counted in `degraded` and logged; it never raises here nor costs its batch.
         """
         now = time.time()
-        rows = [
-            (
-                r.id,
-                r.task_id,
-                r.domain,
-                stage,
-                r.policy_version,
-                r.reward,
-                int(r.verdict.passed),
-                r.to_json(),
-                now,
-            )
-            for r in rollouts
-        ]
+        rows = []
+        for r in rollouts:
+            row, kind, problem = _row(r, stage, now)
+            if kind is not None:
+                self.degraded[kind] = self.degraded.get(kind, 0) + 1
+                log.warning("trace store: rollout %r stored %s: %s", row[0], kind, problem)
+            rows.append(row)
         if not rows:
             return 0
         with self._lock:
@@ -227,7 +243,7 @@ class TraceStore:
         with self._lock:
             rows = self._conn.execute(sql, args).fetchall()
         return [
-            TraceRow(r[0], r[1], r[2], r[3], int(r[4]), float(r[5]), bool(r[6]), r[7], r[8])
+            TraceRow(r[0], r[1], r[2], r[3], int(r[4]), float(r[5]), bool(r[6]), _text(r[7]), r[8])
             for r in rows
         ]
 
@@ -286,6 +302,46 @@ class TraceStore:
         self.close()
 
 
+def _row(r: Rollout, stage: str, now: float) -> tuple[tuple[Any, ...], str | None, str]:
+    """The row that stores `r`; how it was degraded ("escaped", "placeholder" or None)
+    and why."""
+    kind, problem = None, ""
+    try:
+        data = r.to_dict()
+        text = json.dumps(data, ensure_ascii=False, sort_keys=True)
+        if not utf8_encodable(text):
+            text = json.dumps(data, ensure_ascii=True, sort_keys=True)
+            kind, problem = "escaped", "a lone surrogate: its JSON is ASCII-escaped (exact)"
+    except Exception as exc:  # too deep (RecursionError), a value JSON has no form for ...
+        kind, problem = "placeholder", f"cannot be serialized ({type(exc).__name__}: {exc})"[:300]
+        text = _placeholder(r, problem)
+    columns: tuple[str, ...] = (r.id, r.task_id, r.domain, stage)
+    if not all(utf8_encodable(c) for c in columns if isinstance(c, str)):
+        # Written as \udXXX in the indexed columns only; the JSON keeps them exactly.
+        kind = kind or "escaped"
+        problem = problem or "a lone surrogate in its id, task id, domain or stage"
+        columns = tuple(c.encode("utf-8", "backslashreplace").decode() for c in columns)
+    values = (int(r.policy_version), float(r.reward), int(r.verdict.passed), text, now)
+    return (*columns, *values), kind, problem
+
+
+def _placeholder(r: Rollout, problem: str) -> str:
+    """The JSON of a rollout with `r`'s id, task, policy version, verdict and error but
+    no trajectory, its `error` naming `problem` (and `r.error` after it)."""
+    error = f"{NOT_STORED}: {problem}" + (f"; episode error: {r.error}" if r.error else "")
+    v = r.verdict
+    kept = Rollout(
+        r.id, r.task_id, r.domain, r.difficulty, [], [], [], [], [], [],
+        Verdict(v.reward, v.passed, v.reason, dict(v.components), v.error),
+        policy_version=r.policy_version, error=error, judged=r.judged,
+    )  # fmt: skip
+    try:
+        return kept.to_json()
+    except Exception:  # the verdict itself cannot be serialized: keep its numbers only
+        kept.verdict = Verdict(v.reward, v.passed, "the verdict could not be stored either")
+        return kept.to_json()
+
+
 def _where(domain: str | None, stage: str | None, failed: bool | None) -> tuple[str, list[Any]]:
     """The WHERE clause (or "") of the filters and its arguments; ValueError on an
     empty domain or stage."""
@@ -307,6 +363,16 @@ def _where(domain: str | None, stage: str | None, failed: bool | None) -> tuple[
         clauses.append("passed = ?")
         args.append(0 if failed else 1)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
+
+
+def _text(value: bytes | None) -> str | None:
+    """A TEXT value read as a BLOB; an escaped lone surrogate comes back as itself."""
+    if value is None:
+        return None
+    try:
+        return value.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:  # not written by this store
+        return value.decode("utf-8", "replace")
 
 
 def _check_limit(limit: int | None) -> None:

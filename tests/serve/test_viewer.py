@@ -316,3 +316,20 @@ def test_counts_grow_with_rollouts_recorded_after_a_page_load(run: RunDir) -> No
 def test_missing_run_directory_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(TraceViewerError, match="run directory .* does not exist"):
         create_viewer(tmp_path / "no-such-run")
+
+
+def test_pages_and_json_show_rollouts_stored_with_lone_surrogates(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path / "runs", name="r1")
+    bad = rollout("surr", ADD, False, "expected 5, got 4\ud800", 0, text="4\ud800")
+    bad.error = "session failed on \udfff"
+    with TraceStore(run.traces_path) as traces:
+        traces.record([bad, rollout("add-ok", ADD, True, "exact match", 1)], stage="grpo")
+    client = TestClient(create_viewer(run.path))
+    assert shown(client) == ["add-ok", "surr"]
+    page = client.get("/rollout/surr")
+    assert page.status_code == 200 and "got 4\\ud800" in page.text
+    listed = client.get("/api/rollouts")
+    assert listed.status_code == 200
+    assert [r["error"] for r in listed.json()["rows"]] == [None, "session failed on \udfff"]
+    one = client.get("/api/rollouts/surr")
+    assert one.status_code == 200 and Rollout.from_dict(one.json()["rollout"]) == bad
