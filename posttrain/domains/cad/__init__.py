@@ -2,7 +2,7 @@
 
 CAD: `cad/openscad-part-v1`, `cad/openscad-render-v1` (multi-turn, a `render` tool),
 `cad/openscad-modify-v1` (OpenSCAD compiled in the sandbox, tasks.py);
-`cad/csg-part-v1`, `cad/csg-volume-v1`, `cad/csg-enclosure-v1` (our JSON CSG built with
+`cad/csg-part-v2`, `cad/csg-volume-v1`, `cad/csg-enclosure-v2` (our JSON CSG built with
 manifold3d, csg_tasks.py). Scenes: `cad/scene-room-v1`, `cad/scene-room-render-v1`
 (scenes.py), `cad/scene-level-v1` (level.py), `cad/scene-shelf-v1` (shelves.py).
 

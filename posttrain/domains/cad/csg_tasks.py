@@ -1,11 +1,11 @@
 """The CSG domains: answer in our JSON CSG (csg.py), verified by manifold3d without OpenSCAD.
 
-- `cad/csg-part-v1` (geometry): a part spec (parts.py); the answer is the part as a
+- `cad/csg-part-v2` (geometry): a part spec (parts.py); the answer is the part as a
   CSG JSON tree, judged like an OpenSCAD answer (judge.py) after `build`.
 - `cad/csg-volume-v1` (numeric): a part given as a CSG tree; the answer is its volume
   in cm³ with two decimals, right within 1% (cylinders are taken as true cylinders:
   the reference is built with 64 segments, within 0.2% of exact circles).
-- `cad/csg-enclosure-v1` (validity): design a tray that holds given devices — any
+- `cad/csg-enclosure-v2` (validity): design a tray that holds given devices — any
   design passes that fits the envelope, leaves every device's pocket and the space
   above it empty, has walls and floor at least the asked thickness around each
   device, has the asked drain holes, is one watertight body and stays within the
@@ -13,10 +13,11 @@
 
 The answer is the JSON alone (one object, no prose, no fences). Difficulty d sets
 d + 2 holes (part and volume) or d + 1 devices and holes (enclosure); that count is
-`difficulty_measure`.
+`difficulty_measure`. v2 of part and enclosure: answers over the cost budget now fail.
 
-Not guaranteed: verifying a large tree takes up to ~0.2 s on a loaded CPU (booleans of
-a few thousand triangles); `csg-volume` accepts 1% either way, so a faceted or
+Not guaranteed: verifying a reference-sized tree takes up to ~0.2 s on a loaded CPU
+(booleans of a few thousand triangles); an answer over csg.py's `COST_BUDGET` fails
+without being built, and one just under it can take ~2 s (see csg.py). `csg-volume` accepts 1% either way, so a faceted or
 slightly approximated calculation can pass.
 """
 
@@ -76,7 +77,7 @@ def _solid_of(tree: dict[str, Any]) -> LoadedMesh:
 class CsgPartDomain(AnswerDomain):
     """Write a part spec as a CSG tree."""
 
-    id = "cad/csg-part-v1"
+    id = "cad/csg-part-v2"
     axes = Axes("geometry", "none", "single", "geometry")
     instructions = CSG_FORMAT
 
@@ -212,7 +213,7 @@ def _tray_probes(spec: dict[str, Any]) -> list[dict[str, Any]]:
 class CsgEnclosureDomain(AnswerDomain):
     """Design a tray for given devices; any design meeting the constraints passes."""
 
-    id = "cad/csg-enclosure-v1"
+    id = "cad/csg-enclosure-v2"
     axes = Axes("geometry", "none", "single", "validity")
     instructions = CSG_FORMAT
 
