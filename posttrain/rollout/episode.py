@@ -10,10 +10,13 @@ are kept exactly as the engine produced them (never re-tokenized).
 
 Tool calls go through `tools.guarded_call`: a tool that raises, times out or is not
 declared answers with an error observation the model sees (and a counter in
-`Rollout.tool_stats`). A crash of the session itself (its scripted user raising), a
-session that cannot open (its sandbox did not start) or a verifier that raises ends
+`Rollout.tool_stats`). A crash of the session itself (its scripted user raising, or not
+answering within `ToolPolicy.user_turn_timeout()`: it runs on the guard's worker threads),
+a session that cannot open (its sandbox did not start) or a verifier that raises ends
 that episode as a recorded failure (`Rollout.error` or `Verdict.error`, reward 0); the
-batch goes on. A session whose
+batch goes on. Not bounded here: an engine call, `domain.open`, `Session.close`, a
+snapshot or restore, and the verifier (the scheduler's engine retries and the sandbox's
+own limits bound some of these); an abandoned user turn's thread runs on. A session whose
 sandbox dies (`SandboxError`) is not a crash: the session's snapshot after each
 environment turn lets the episode resume on a fresh session (`domain.open` +
 `restore`), which serves the interrupted turn again (`timings["sandbox_resumes"]`).
@@ -43,6 +46,7 @@ from posttrain.tools import (
     detect_tool_format,
     guarded_call,
     parse_for_format,
+    run_with_timeout,
 )
 from posttrain.types import Message, Observation, Rollout, Task, ToolCall, Turn, Verdict
 
@@ -406,8 +410,13 @@ def _environment_reply(ep: EpisodeState, calls: list[Any], errors: list[str]) ->
         replies = [guarded_call(session, c, ep.tool_policy, ep.tool_counters).message for c in calls]  # fmt: skip
         replies += [Message("tool", f"error: {e}") for e in errors]
         return replies
-    user = ep.session.user_turn(ep.messages[-1])
-    return [user] if user is not None else []
+    live, last, limit = ep.session, ep.messages[-1], ep.tool_policy.user_turn_timeout()
+    finished, user = run_with_timeout(lambda: live.user_turn(last), limit)
+    if not finished:  # the worker thread is abandoned; the episode ends as a session failure
+        raise TimeoutError(f"the scripted user did not answer within {limit:g}s")
+    if isinstance(user, BaseException):
+        raise user
+    return [] if user is None else [user]  # type: ignore[list-item]
 
 
 def finish(ep: EpisodeState, policy_version: int) -> Rollout:

@@ -36,8 +36,10 @@ not while `submit` waits). An episode that cannot start (prompt too long, sessio
 does not open) is recorded at `submit`; its group's other samples run. `metrics()`
 gives, per stage, queue depth, utilization and latency.
 
-Not guaranteed: a timeout cannot interrupt a tool call or a verifier already running
-(the tool guard and the sandbox bound those); `collect` returns groups in the order
+Not guaranteed: `episode_timeout_s` is checked between stages, so it cannot interrupt a
+tool call, a scripted user's turn or a verifier already running: the tool guard bounds
+the first two (`ToolPolicy`: a hung user turn ends its episode as a session failure and
+frees its env worker), the sandbox its own work; a hung verifier holds a verify worker; `collect` returns groups in the order
 they finish, not the order they were submitted (`run` restores that order); the
 engine's own batch composition, hence sampling with a fixed seed, depends on timing.
 """

@@ -26,6 +26,7 @@ from posttrain.tools.guard import (
     ToolPolicy,
     count_parse_errors,
     guarded_call,
+    run_with_timeout,
     truncate_observation,
 )
 from posttrain.tools.parse import (
@@ -57,6 +58,7 @@ __all__ = [
     "guarded_call",
     "parse_for_format",
     "parse_tool_calls",
+    "run_with_timeout",
     "schema_problems",
     "strip_tool_calls",
     "template_renders_tools",

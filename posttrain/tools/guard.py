@@ -43,7 +43,7 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -71,10 +71,15 @@ class ToolPolicy:
     backoff_base_s: float = 0.5  # first retry waits about this long; doubles each retry
     backoff_max_s: float = 8.0  # cap on one wait (before jitter)
     max_observation_chars: int = 16_000  # longer observations keep start and end
+    user_turn_timeout_s: float | None = None  # a scripted user's turn; None: timeout_s
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:
             raise ValueError(f"ToolPolicy.timeout_s must be positive, got {self.timeout_s!r}")
+        if self.user_turn_timeout_s is not None and not self.user_turn_timeout_s > 0:
+            raise ValueError(
+                f"ToolPolicy.user_turn_timeout_s must be positive, got {self.user_turn_timeout_s!r}"
+            )
         for name, seconds in self.tool_timeouts.items():
             if not isinstance(name, str) or not (isinstance(seconds, int | float) and seconds > 0):
                 raise ValueError(f"ToolPolicy.tool_timeouts[{name!r}] must be positive seconds")
@@ -95,6 +100,11 @@ class ToolPolicy:
 
     def timeout_for(self, tool: str) -> float:
         return float(self.tool_timeouts.get(tool, self.timeout_s))
+
+    def user_turn_timeout(self) -> float:
+        return float(
+            self.timeout_s if self.user_turn_timeout_s is None else self.user_turn_timeout_s
+        )
 
     def backoff_s(self, retry: int) -> float:
         """Wait before retry number `retry` (0-based): exponential, capped, jittered to
@@ -269,6 +279,13 @@ def _run_in_thread(session: Any, call: ToolCall, timeout: float) -> tuple[bool, 
     """(finished, the return value or the exception raised) of `session.call(call)` on a
     worker thread, abandoned after `timeout` seconds."""
     return _WORKERS.run(lambda: session.call(call), timeout)
+
+
+def run_with_timeout(fn: Callable[[], object], timeout: float) -> tuple[bool, object]:
+    """(finished, the return value or the exception raised) of `fn()` on one of the tool
+    calls' worker threads, abandoned (not stopped: see the module doc) after `timeout`
+    seconds. For other session work that must not hang an episode: a scripted user's turn."""
+    return _WORKERS.run(fn, timeout)
 
 
 def infra_kind(exc: BaseException) -> Literal["retry", "fail"] | None:
