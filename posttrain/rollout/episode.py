@@ -54,13 +54,27 @@ MAX_RESUMES = 3  # fresh sessions per episode after sandbox failures
 
 
 def render(tokenizer: Any, messages: list[Message], add_generation_prompt: bool) -> str:
-    """The chat template applied to `messages`, as text."""
-    plain = [{"role": m.role, "content": m.content} for m in messages]
+    """The chat template applied to `messages`, as text. A tool's output is data, never
+    markup: special-token strings in it (`<|end|>`, `<|im_start|>`, `<tool_call>`) get a
+    zero-width space after their first character, so that encoding the text cannot turn
+    them into the tokens that fake a turn boundary."""
+    plain = [
+        {"role": m.role, "content": defuse(tokenizer, m.content) if m.role == "tool" else m.content}
+        for m in messages
+    ]
     return str(
         tokenizer.apply_chat_template(
             plain, tokenize=False, add_generation_prompt=add_generation_prompt
         )
     )
+
+
+def defuse(tokenizer: Any, text: str) -> str:
+    """`text` with each of the tokenizer's special-token strings broken by U+200B."""
+    for special in getattr(tokenizer, "all_special_tokens", ()):
+        if len(special) > 1 and special in text:
+            text = text.replace(special, special[0] + "\u200b" + special[1:])
+    return text
 
 
 def encode(tokenizer: Any, text: str) -> list[int]:
