@@ -146,6 +146,12 @@ class Pipeline:
         self.max_context = context_window(self.policy.model)
         x = config.context
         self.over_long = OverLongPolicy(x.over_long, x.retriever, x.order, x.chunk_tokens)
+        # Users' data files are read now: a malformed row fails the run at start-up.
+        s, d = config.sft, config.dpo
+        self.sft_file = sft_examples(s.data_file, self.tok, self.max_context) if (
+            s.enabled and s.data_file) else None  # fmt: skip
+        self.dpo_file = preference_pairs(d.data_file, self.tok, self.max_context) if (
+            d.enabled and d.data_file) else None  # fmt: skip
         e = config.eval
         self.heldout = heldout_tasks(domains, e.tasks_per_domain, e.seed_offset, e.difficulties)
         self.exclude = {prompt_key(t) for t in self.heldout}
@@ -210,9 +216,8 @@ class Pipeline:
 
     def sft_data(self) -> tuple[list[Rollout], list[Rollout]]:
         c = self.cfg.sft
-        if c.data_file is not None:  # the user's conversations instead of domain references
-            examples = sft_examples(c.data_file, self.tok, self.max_context)
-            return split_off(examples, c.val_examples, self.cfg.seed)
+        if self.sft_file is not None:  # the user's conversations instead of domain references
+            return split_off(self.sft_file, c.val_examples, self.cfg.seed)
         difficulties = range(1, c.max_difficulty + 1)
         weights = [c.domain_weights.get(d.id, 1.0) for d in self.domains]
         train = TaskSampler(
@@ -293,9 +298,8 @@ class Pipeline:
                 over_long=self.over_long,
             )
 
-        if c.data_file is not None:  # the user's pairs instead of mined ones
-            from_file = preference_pairs(c.data_file, self.tok, self.max_context)
-            pairs, val_pairs = split_off(from_file, c.val_tasks, seed)
+        if self.dpo_file is not None:  # the user's pairs instead of mined ones
+            pairs, val_pairs = split_off(self.dpo_file, c.val_tasks, seed)
         else:
             pairs, val_pairs = mine("dpo", c.num_tasks), mine("dpo-val", c.val_tasks)
         self.report.stage("dpo", max(1, -(-len(pairs) // c.batch_size) * c.epochs))

@@ -135,6 +135,21 @@ def test_a_missing_data_file_stops_the_run_before_it_starts(tmp_path: Path) -> N
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("stage", ["sft", "dpo"])
+def test_a_malformed_data_file_fails_the_run_before_any_evaluation(
+    tmp_path: Path, stage: str
+) -> None:
+    from posttrain.config import ConfigError, load_config
+    from posttrain.train.recipe import run_recipe
+
+    bad = _write_jsonl(tmp_path / "bad.jsonl", [{"messages": "not a list", "prompt": 3}])
+    config = load_config(None, [f"out_dir={tmp_path / 'runs'}", "name=bad",
+                                f"{stage}.data_file={bad}"])  # fmt: skip
+    with pytest.raises(ConfigError, match="bad.jsonl:1: "):
+        run_recipe(config)
+    assert not list((tmp_path / "runs").glob("bad/evals/*.json"))  # nothing evaluated first
+
+
 def chatml(tokenizer: Any, template: str | None = None) -> Any:
     """The tiny tokenizer with a ChatML-style template: '<|end|>\\n' closes every turn."""
     tok = copy.deepcopy(tokenizer)
