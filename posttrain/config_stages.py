@@ -160,8 +160,8 @@ class GRPOConfig(_Strict):
     reward_component: str | None = Field(
         None,
         description="advantages from this verdict component (in [0, 1]) where a verdict has "
-        "it, else the reward: dense shaping, e.g. addition's `digits`; the curriculum, the "
-        "logs and evaluation keep the reward",
+        "it, else the reward: dense shaping, e.g. addition's `digits` (checked at start-up "
+        "against the domains' verdicts); the curriculum, the logs and evaluation keep the reward",
     )
     epochs: int = Field(1, ge=1, description="optimizer passes over each batch")
     minibatch_size: int = Field(64, ge=1, description="rollouts per optimizer step")

@@ -35,7 +35,7 @@ from posttrain.train.data_files import DataFileError
 from posttrain.train.distributed import close_distributed, init_distributed, resolve_device
 from posttrain.train.mixture import MixtureError, mixture_weights
 from posttrain.train.pipeline import Pipeline, RecipeResult
-from posttrain.train.recipe_inputs import check_heldout, resolve_domains
+from posttrain.train.recipe_inputs import check_heldout, check_reward_component, resolve_domains
 from posttrain.train.reporter import QuietReporter, Reporter
 from posttrain.train.resume import STAGES, forget_unfinished, open_for_resume
 from posttrain.train.summary import summary_markdown
@@ -82,6 +82,7 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
             "(or use rollout.backend=local)"
         )
     check_heldout(config, domains)
+    check_reward_component(config, domains)
     init_distributed(resolve_device(config.train.device), config.train.timeout_s)
     try:
         return _run_ranked(config, resumed, domains, mixture, report)

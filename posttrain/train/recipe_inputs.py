@@ -3,6 +3,7 @@ its held-out set, and the train / validation split of the users' data files.
 
     domains = resolve_domains(config)      # ConfigError naming an unknown domain id
     check_heldout(config, domains)         # ConfigError when the held-out set cannot be built
+    check_reward_component(config, domains)  # ... when no verdict has grpo.reward_component
     train, val = split_off(items, 16, seed=0)
 
 Not guaranteed: dataset domains are registered process-wide; a second recipe in the
@@ -47,6 +48,26 @@ def check_heldout(config: RunConfig, domains: list[Domain]) -> None:
             f"eval.tasks_per_domain={e.tasks_per_domain} with eval.difficulties="
             f"{e.difficulties}: {exc}"
         ) from None
+
+
+def check_reward_component(config: RunConfig, domains: list[Domain]) -> None:
+    """ConfigError when `grpo.reward_component` is set and no verdict of the run's
+    domains has it (GRPO would silently train on the reward): one reference task per
+    domain is replayed and judged, only when the field is set."""
+    name = config.grpo.reward_component
+    if name is None or not config.grpo.enabled:
+        return
+    from posttrain.models.tiny import build_tokenizer
+    from posttrain.rollout.episode import replay_references
+
+    tasks = [domain.generate(0, 1) for domain in domains]
+    seen = {c for r in replay_references(tasks, build_tokenizer(), get_domain)
+            for c in r.verdict.components}  # fmt: skip
+    if name not in seen:
+        raise ConfigError(
+            f"grpo.reward_component={name!r}: no verdict of the run's domains has it; "
+            f"their components: {', '.join(sorted(seen)) or 'none'}"
+        )
 
 
 def register_datasets(config: RunConfig) -> None:

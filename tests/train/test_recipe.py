@@ -70,3 +70,18 @@ def test_a_heldout_set_the_domains_cannot_fill_exits_2_before_the_run_directory(
 def test_a_heldout_set_that_fits_reaches_the_pipeline(run: Invoke) -> None:
     result = run("eval.difficulties=[1]", "eval.tasks_per_domain=2")
     assert isinstance(result.exception, PipelineReached), result.output
+
+
+def test_a_reward_component_no_verdict_has_exits_2_before_the_run_directory(
+    run: Invoke, tmp_path: Path
+) -> None:
+    result = run("grpo.reward_component=digitz")
+    assert result.exit_code == 2, result.output
+    output = " ".join(result.output.split())
+    assert "grpo.reward_component='digitz'" in output and "digits" in output
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_reward_component_a_verdict_has_reaches_the_pipeline(run: Invoke) -> None:
+    result = run("grpo.reward_component=digits")
+    assert isinstance(result.exception, PipelineReached), result.output
