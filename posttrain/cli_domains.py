@@ -48,10 +48,10 @@ def domains_list(
     ] = False,
 ) -> None:
     """List registered domains with their matrix cell."""
-    from posttrain.domains import all_domains, load_entry_points
+    from posttrain.domains import all_domains
     from posttrain.domains.matrix import family_of, filter_domains, parse_axis_filter
 
-    load_entry_points()
+    _load_plugins()
     try:
         filters = dict(parse_axis_filter(text) for text in axis or [])
         domains = filter_domains(all_domains(), family=family, axes_filters=filters)
@@ -152,10 +152,10 @@ def domains_matrix() -> None:
     """Domains per value of each axis (zeros shown), then every occupied cell."""
     from rich.columns import Columns
 
-    from posttrain.domains import all_domains, load_entry_points
+    from posttrain.domains import all_domains
     from posttrain.domains.matrix import AXES, TOTAL_CELLS, count_by_axis, occupied_cells
 
-    load_entry_points()
+    _load_plugins()
     domains = all_domains()
     tables = []
     for axis, counts in count_by_axis(domains).items():
@@ -183,9 +183,9 @@ def domains_check(
     seeds: Annotated[str, typer.Option(help="Comma-separated task seeds.")] = "0,1",
 ) -> None:
     """Check domains against the contract: API, determinism, reference, corruptions, junk."""
-    from posttrain.domains import all_domains, get_domain, load_entry_points
+    from posttrain.domains import all_domains, get_domain
 
-    load_entry_points()
+    _load_plugins()
     try:
         levels = [int(x) for x in difficulties.split(",") if x.strip()]
         seed_list = [int(x) for x in seeds.split(",") if x.strip()]
@@ -246,10 +246,21 @@ def _progress(total: int) -> Iterator[Callable[[str, list[Any]], None]]:
         yield advance
 
 
-def _get_domain_or_fail(domain_id: str) -> Domain:
-    from posttrain.domains import get_domain, load_entry_points
+def _load_plugins() -> None:
+    """Register the entry points' domains; a broken plugin is named on stderr, and the
+    command goes on without it."""
+    from posttrain.domains import load_entry_points
 
-    load_entry_points()
+    try:
+        load_entry_points()
+    except RuntimeError as exc:
+        err_console.print(f"warning: skipped broken domain plugins: {exc}", markup=False)
+
+
+def _get_domain_or_fail(domain_id: str) -> Domain:
+    from posttrain.domains import get_domain
+
+    _load_plugins()
     try:
         return get_domain(domain_id)
     except KeyError as exc:
@@ -279,11 +290,11 @@ def domains_bench(
     as_json: Annotated[bool, typer.Option("--json", help="A JSON list of results.")] = False,
 ) -> None:
     """Tasks/s and verifications/s per domain (median of runs), with the machine's load."""
-    from posttrain.domains import all_domains, get_domain, load_entry_points
+    from posttrain.domains import all_domains, get_domain
     from posttrain.domains.bench import bench_domains, machine_load
     from posttrain.domains.matrix import family_of, filter_domains
 
-    load_entry_points()
+    _load_plugins()
     if tasks < 1 or repeats < 1:
         fail(f"--tasks and --repeats must be at least 1, got {tasks}, {repeats}")
     try:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from posttrain.domains import get_domain
@@ -104,3 +107,20 @@ def test_score_a_recipe_with_a_bad_dataset_exits_2(tmp_path: Path) -> None:
     completions.write_text('{"row": 0, "completion": "x"}\n')
     result = posttrain("score", "--domain", "mine/rows-v1", "--recipe", str(recipe), str(completions))  # fmt: skip
     assert result.returncode == 2 and "does not exist" in result.stderr
+
+
+def test_domains_list_names_a_broken_plugin_and_goes_on(tmp_path: Path) -> None:
+    dist = tmp_path / "brokenplug-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: brokenplug\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[posttrain.domains]\nbroken = brokenplug_mod:X\n")
+    (tmp_path / "brokenplug_mod.py").write_text("raise ImportError('boom at import')\n")
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "COLUMNS": "200", "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
+    result = subprocess.run(
+        [sys.executable, "-m", "posttrain", "domains", "list", "--family", "arith"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "arith/addition-v1" in result.stdout
+    assert "'broken'" in result.stderr and "boom at import" in result.stderr

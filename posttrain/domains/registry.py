@@ -125,23 +125,35 @@ class DomainRegistry:
     def load_entry_points(self) -> list[str]:
         """Register the domains of the `posttrain.domains` entry-point group and return
         the ids added by this call. Entry points already loaded are skipped, so calling
-        twice is safe. A broken entry point raises RuntimeError naming it."""
+        twice is safe. Broken entry points (failing to load, not a Domain, a clashing id)
+        do not stop the others from loading; then one RuntimeError names each of them."""
         added: list[str] = []
+        broken: list[str] = []
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             key = (ep.name, ep.value)
             if key in self._loaded_entry_points:
                 continue
-            domain = _domain_from_entry_point(ep)
-            # A plugin may also register itself on import; the same object twice is fine.
-            if self._domains.get(domain.id) is not domain:
-                self.register(domain)
-                added.append(domain.id)
+            try:
+                domain = _domain_from_entry_point(ep)
+                # A plugin may also register itself on import; the same object twice is fine.
+                if self._domains.get(domain.id) is not domain:
+                    self.register(domain)
+                    added.append(domain.id)
+            except (RuntimeError, ValueError, TypeError) as exc:
+                broken.append(str(exc) if isinstance(exc, RuntimeError) else f"{_where(ep)}: {exc}")
+                continue
             self._loaded_entry_points.add(key)
+        if broken:
+            raise RuntimeError("; ".join(broken))
         return added
 
 
+def _where(ep: EntryPoint) -> str:
+    return f"entry point {ep.name!r} ({ep.value}) in group {ENTRY_POINT_GROUP!r}"
+
+
 def _domain_from_entry_point(ep: EntryPoint) -> Domain:
-    where = f"entry point {ep.name!r} ({ep.value}) in group {ENTRY_POINT_GROUP!r}"
+    where = _where(ep)
     try:
         target: object = ep.load()
         if isinstance(target, type) or not isinstance(target, Domain):

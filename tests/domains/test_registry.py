@@ -159,6 +159,31 @@ def test_broken_entry_point_raises_naming_it(monkeypatch: pytest.MonkeyPatch) ->
         DomainRegistry().load_entry_points()
 
 
+def test_broken_entry_point_does_not_stop_the_others_loading(
+    monkeypatch: pytest.MonkeyPatch, plugin: types.ModuleType
+) -> None:
+    points = [
+        EntryPoint("broken", "no_such_module_for_posttrain:X", ENTRY_POINT_GROUP),
+        EntryPoint("instance", f"{plugin.__name__}:INSTANCE", ENTRY_POINT_GROUP),
+    ]
+    monkeypatch.setattr(registry_module, "entry_points", lambda group: points)
+    registry = DomainRegistry()
+    with pytest.raises(RuntimeError, match="'broken'"):
+        registry.load_entry_points()
+    assert registry.get("plugin/instance-v1") is plugin.INSTANCE
+
+
+def test_entry_point_clashing_with_a_registered_id_raises_naming_it(
+    monkeypatch: pytest.MonkeyPatch, plugin: types.ModuleType
+) -> None:
+    point = EntryPoint("clash", f"{plugin.__name__}:Factory", ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry_module, "entry_points", lambda group: [point])
+    registry = DomainRegistry()
+    registry.register(FakeDomain("plugin/factory-v1"))
+    with pytest.raises(RuntimeError, match="entry point 'clash'.*already registered"):
+        registry.load_entry_points()
+
+
 def test_entry_point_giving_a_non_domain_raises_naming_it(
     monkeypatch: pytest.MonkeyPatch, plugin: types.ModuleType
 ) -> None:
