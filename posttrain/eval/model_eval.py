@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from posttrain.domains import all_domains, get_domain
+from posttrain.domains import all_domains, get_domain, load_entry_points
 from posttrain.domains.base import Domain
 from posttrain.domains.matrix import family_of, filter_domains, parse_axis_filter
 from posttrain.engines.base import Engine
@@ -62,7 +62,13 @@ class EvalSpec:
 
 
 def select_domains(selectors: list[str]) -> list[Domain]:
-    """Domains named by ids, families and axis filters (see the module docstring)."""
+    """Domains named by ids, families and axis filters (see the module docstring),
+    installed plugins' domains included."""
+    try:
+        load_entry_points()
+        plugins = ""
+    except RuntimeError as exc:
+        plugins = f" (broken domain plugins: {exc})"
     everything = all_domains()
     families = {family_of(d.id) for d in everything}
     chosen: dict[str, Domain] = {}
@@ -79,7 +85,7 @@ def select_domains(selectors: list[str]) -> list[Domain]:
             try:
                 chosen[sel] = get_domain(sel)
             except KeyError as exc:
-                raise EvalSpecError(f"--domains: {exc.args[0]}") from None
+                raise EvalSpecError(f"--domains: {exc.args[0]}{plugins}") from None
         elif sel in families:
             chosen.update({d.id: d for d in everything if family_of(d.id) == sel})
         else:

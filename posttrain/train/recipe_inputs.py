@@ -16,7 +16,7 @@ import random
 from typing import TypeVar
 
 from posttrain.config import ConfigError, RunConfig
-from posttrain.domains import get_domain, register
+from posttrain.domains import get_domain, load_entry_points, register
 from posttrain.domains.base import Domain
 from posttrain.domains.dataset import DatasetDomain, DatasetError
 from posttrain.train.mixture import heldout_tasks
@@ -25,14 +25,21 @@ T = TypeVar("T")
 
 
 def resolve_domains(config: RunConfig) -> list[Domain]:
-    """The mix's domains, after registering the recipe's `datasets` (once per process)."""
+    """The mix's domains, after registering the recipe's `datasets` (once per process)
+    and the installed plugins' domains (`posttrain.domains` entry points). A broken
+    plugin matters only when the recipe names a domain that is then missing."""
     register_datasets(config)
+    try:
+        load_entry_points()
+        plugins = ""
+    except RuntimeError as exc:
+        plugins = f" (broken domain plugins: {exc})"
     domains = []
     for name in config.domains:
         try:
             domains.append(get_domain(name))
         except KeyError as exc:
-            raise ConfigError(f"domains: {exc.args[0]}") from None
+            raise ConfigError(f"domains: {exc.args[0]}{plugins}") from None
     return domains
 
 
