@@ -1,4 +1,4 @@
-"""`dialog/guess-number-v1` and `dialog/mastermind-v1`: find a hidden code from feedback.
+"""`dialog/guess-number-v2` and `dialog/mastermind-v1`: find a hidden code from feedback.
 
 - guess-number: a whole number in a stated range; every turn is `GUESS: <n>` and the
   user answers "higher" or "lower". Every guess must lie inside the range the feedback
@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
 from typing import Any
 
 from posttrain.domains.base import Axes
@@ -37,7 +38,7 @@ from posttrain.types import Task, Verdict
 class GuessNumberDomain(DialogDomain):
     """Find a hidden number with higher/lower feedback."""
 
-    id = "dialog/guess-number-v1"
+    id = "dialog/guess-number-v2"  # v2: "GUESS: ²" is malformed (v1 raised)
     axes = Axes("conversation", "none", "multi", "exact")
     max_turns = 15
 
@@ -64,7 +65,8 @@ class GuessNumberDomain(DialogDomain):
 
     def respond(self, task: Task, state: dict[str, Any], text: str) -> str | None:
         value = protocol_value(text, "GUESS")
-        if value is None or not value.isdigit() or len(value) > 12:
+        # ASCII digits only: str.isdigit() also takes '²' and '①', which int() refuses.
+        if value is None or not re.fullmatch("[0-9]{1,12}", value):
             state["malformed"] += 1
             return "Please reply with exactly one line `GUESS: <number>`, e.g. `GUESS: 17`."
         guess, secret = int(value), int(task.meta["world"]["secret"])

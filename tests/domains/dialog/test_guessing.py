@@ -50,3 +50,13 @@ def test_mastermind_wrong_length_guess_is_malformed() -> None:
     task = domain.generate(0, 5)
     state = domain.play(task, ["GUESS: 12"])
     assert state["malformed"] == 1 and not state["solved"]
+
+
+def test_guess_number_unicode_digits_are_malformed_not_a_crash() -> None:
+    domain = GuessNumberDomain()
+    task = domain.generate(0, 3)
+    session = domain.open(task)
+    reply = session.user_turn(Message("assistant", "GUESS: ²"))
+    assert reply is not None and "GUESS" in reply.content
+    state = domain.play(task, ["GUESS: ①", *domain.solve(task)])
+    assert state["solved"] and state["malformed"] == 1
