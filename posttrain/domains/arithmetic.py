@@ -75,7 +75,7 @@ class AdditionDomain:
         return Reference.single(task.answer)
 
     def verify(self, task: Task, rollout: Rollout, session: Session | None) -> Verdict:
-        text = rollout.final_text
+        text = rollout.final_text if isinstance(rollout.final_text, str) else ""
         expected = int(task.answer)
         value = strict_integer(text)
         well_formed = value is not None

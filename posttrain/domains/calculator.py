@@ -253,7 +253,7 @@ class CalculatorDomain:
         return Reference([_tool_turn(task.meta["expression"]), Message("assistant", task.answer)])
 
     def verify(self, task: Task, rollout: Rollout, session: Session | None) -> Verdict:
-        text = rollout.final_text
+        text = rollout.final_text if isinstance(rollout.final_text, str) else ""
         expected = int(task.answer)
         well_formed = strict_integer(text) is not None
         correct = last_integer(text) == expected

@@ -46,7 +46,7 @@ class SortDomain:
         return Reference.single(task.answer)
 
     def verify(self, task: Task, rollout: Rollout, session: Session | None) -> Verdict:
-        text = rollout.final_text
+        text = rollout.final_text if isinstance(rollout.final_text, str) else ""
         expected = sorted(task.meta["numbers"])
         well_formed = parse_int_list(text) is not None
         correct = last_int_list(text) == expected

@@ -56,7 +56,7 @@ class ReverseDomain:
         return Reference.single(task.answer)
 
     def verify(self, task: Task, rollout: Rollout, session: Session | None) -> Verdict:
-        text = rollout.final_text
+        text = rollout.final_text if isinstance(rollout.final_text, str) else ""
         expected: str = task.answer
         words = text.split()
         last_word = words[-1].strip(_PUNCTUATION) if words else ""

@@ -430,3 +430,12 @@ def test_addition_gives_partial_credit_per_digit_place(answer: str, digits: floa
     verdict = judge(domain, task, Reference.single(answer))
     assert verdict.components["digits"] == digits
     assert verdict.reward == (1.0 if answer == "1234" else 0.0)  # the reward stays exact
+
+
+def test_a_final_text_of_none_scores_zero_with_a_reason(domain: Domain) -> None:
+    task = domain.generate(0, 1)
+    session = open_session(domain, task)
+    rollout = rollout_from_reference(task, domain.reference(task), session)
+    rollout.turns[-1] = dataclasses.replace(rollout.turns[-1], text=None)  # type: ignore[arg-type]
+    verdict = domain.verify(task, rollout, session)
+    assert not verdict.passed and verdict.reward == 0.0 and verdict.reason
