@@ -67,7 +67,7 @@ def judge_json_strings(task: Task, text: str) -> Verdict:
     what = "a JSON array of strings in order"
     try:
         got = json.loads(text.strip())
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: deeply nested brackets
         got = None
     if not isinstance(got, list) or not all(isinstance(x, str) for x in got):
         return verdict(False, what, components={"format": 0.0, "correct": 0.0}, why="not a JSON array of strings")  # fmt: skip

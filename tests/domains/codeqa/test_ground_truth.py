@@ -99,3 +99,11 @@ def test_shell_answer_matches_coreutils(seed: int, difficulty: int) -> None:
         env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}, check=False,
     )  # fmt: skip
     assert done.stdout.rstrip("\n") == task.answer
+
+
+def test_deeply_nested_brackets_are_a_wrong_format_not_a_verifier_error() -> None:
+    domain = CallOrder()
+    task = domain.generate(0, 1)
+    verdict = domain.judge(task, "[" * 50_000)
+    assert not verdict.passed and verdict.error is None
+    assert verdict.components["format"] == 0.0
