@@ -103,7 +103,7 @@ def _json(text: str, answer: Any) -> tuple[float, bool, str]:
     from posttrain.verify.structure import parse_json
 
     value = parse_json(text)
-    if value is None:
+    if value is None and text.strip() != "null":  # parse_json's None also means "not JSON"
         return 0.0, False, "is not one JSON value"
     ok = state_hash(value) == state_hash(answer)
     return float(ok), ok, "is the answer's JSON value" if ok else "is a different JSON value"
@@ -130,6 +130,20 @@ _METHOD = {
 
 def _answer_text(answer: Any) -> str:
     return answer if isinstance(answer, str) else json.dumps(answer)
+
+
+def reference_text(answer: Any, verifier: str | None) -> str:
+    """The answer as the reply its verifier expects: JSON for `json` (a string answer
+    quoted), comma-separated items for a list under `set_f1`, else the text itself.
+
+    >>> reference_text("12", "json"), reference_text([1, "b"], "set_f1")
+    ('"12"', '1, b')
+    """
+    if verifier == "json":
+        return json.dumps(answer)
+    if verifier == "set_f1" and isinstance(answer, list):
+        return ", ".join(str(a) for a in answer)
+    return _answer_text(answer)
 
 
 def load_reward_function(path: str) -> RewardFunction:
@@ -336,7 +350,7 @@ class DatasetDomain:
         )
 
     def reference(self, task: Task) -> Reference:
-        return Reference.single(_answer_text(task.answer))
+        return Reference.single(reference_text(task.answer, self.verifier))
 
     def verify(self, task: Task, rollout: Rollout, session: Session | None) -> Verdict:
         text = rollout.final_text

@@ -181,3 +181,16 @@ def test_a_corrupt_parquet_file_is_named(tmp_path: Path) -> None:
     (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
     with pytest.raises(DatasetError, match="not a readable Parquet file"):
         load_rows(tmp_path / "bad.parquet")
+
+
+@pytest.mark.parametrize(
+    ("verifier", "answer"),
+    [("set_f1", [1, 2]), ("set_f1", ["red", "blue"]), ("json", "12"), ("json", None),
+     ("json", {"a": [1, 2]}), ("exact", "Paris")],
+)  # fmt: skip
+def test_the_reference_passes_its_own_verifier(tmp_path: Path, verifier: str, answer: object) -> None:  # fmt: skip
+    path = _write(tmp_path / "d.jsonl", [{"prompt": "q?", "answer": answer}])
+    domain = DatasetDomain("mine/d-v1", path, verifier=verifier, heldout_fraction=0.0)
+    task = domain.task_for_row(0)
+    verdict = domain.verify(task, _rollout(task, domain.reference(task).final), None)
+    assert verdict.passed, verdict.reason
