@@ -304,7 +304,24 @@ class DatasetDomain:
         for path_ in self.reward:
             load_reward_function(path_)  # fail at start-up, not at the first verdict
         self.rows = load_rows(path)
+        self._check_answers()
         self._split(heldout_fraction)
+
+    def _check_answers(self) -> None:
+        """DatasetError naming the line of the first row whose answer cannot pass the named
+        verifier (a number column holding words under `numeric` ...). `math` is left out:
+        its worker makes a check per row too slow for a start-up check."""
+        if self.verifier is None or self.verifier == "math":
+            return
+        judge = NAMED_VERIFIERS[self.verifier]
+        for row in self.rows:
+            text = reference_text(row.answer, self.verifier)
+            _, ok, how = judge(text, row.answer) if text.strip() else (0, False, "is empty")
+            if not ok:
+                raise DatasetError(
+                    f"{self.path}:{row.index + 1}: the answer {row.answer!r:.80} can never pass "
+                    f"the {self.verifier} verifier (as a reply it {how})"
+                )
 
     def _split(self, heldout_fraction: float) -> None:
         def bucket(row: Row) -> float:

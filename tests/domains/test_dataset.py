@@ -194,3 +194,15 @@ def test_the_reference_passes_its_own_verifier(tmp_path: Path, verifier: str, an
     task = domain.task_for_row(0)
     verdict = domain.verify(task, _rollout(task, domain.reference(task).final), None)
     assert verdict.passed, verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("verifier", "answer"), [("numeric", "twelve"), ("numeric", [1, 2]), ("set_f1", [])]
+)
+def test_a_row_whose_answer_cannot_pass_its_verifier_is_named(
+    tmp_path: Path, verifier: str, answer: object
+) -> None:
+    rows = [{"prompt": "q?", "answer": "7" if verifier == "numeric" else "a, b"}] * 2
+    path = _write(tmp_path / "d.jsonl", [*rows, {"prompt": "r?", "answer": answer}])
+    with pytest.raises(DatasetError, match=r"d\.jsonl:3: .* can never pass"):
+        DatasetDomain("mine/d-v1", path, verifier=verifier)
