@@ -2,7 +2,7 @@
 
 Each row is `{"prompt": "..."}` or `{"messages": [{"role": "user", "content": "..."}, ...]}`
 plus `"answer"` (any JSON value) and optionally `"difficulty"` (1..10; all rows or none)
-and `"id"`. A recipe declares the domain under `datasets:` and then names its id in
+and `"id"` (unique when given). A recipe declares the domain under `datasets:` and then names its id in
 `domains:` like any other (`RunConfig.datasets`); the reward comes from one named
 verifier of `posttrain/verify` (`NAMED_VERIFIERS`) or from reward functions given by
 import path:
@@ -182,6 +182,16 @@ def load_rows(path: str | Path) -> list[Row]:
     rows = [_row(path, number, record) for number, record in records]
     if not rows:
         raise DatasetError(f"dataset file {str(path)!r} holds no rows")
+    first_line: dict[str, int] = {}
+    for row in rows:
+        if "id" in row.columns:
+            key = json.dumps(row.columns["id"], sort_keys=True, default=str)
+            if key in first_line:
+                raise DatasetError(
+                    f"{path}:{row.index + 1}: id {row.columns['id']!r} repeats the row of "
+                    f"line {first_line[key]}; ids must be unique"
+                )
+            first_line[key] = row.index + 1
     with_difficulty = sum(r.difficulty is not None for r in rows)
     if 0 < with_difficulty < len(rows):
         raise DatasetError(

@@ -206,3 +206,9 @@ def test_a_row_whose_answer_cannot_pass_its_verifier_is_named(
     path = _write(tmp_path / "d.jsonl", [*rows, {"prompt": "r?", "answer": answer}])
     with pytest.raises(DatasetError, match=r"d\.jsonl:3: .* can never pass"):
         DatasetDomain("mine/d-v1", path, verifier=verifier)
+
+
+def test_a_repeated_row_id_names_both_lines(tmp_path: Path) -> None:
+    rows = [{"id": f"q{i % 3}", "prompt": f"q{i}?", "answer": "a"} for i in range(4)]
+    with pytest.raises(DatasetError, match=r"d\.jsonl:4: id 'q0' repeats the row of line 1"):
+        load_rows(_write(tmp_path / "d.jsonl", rows))
