@@ -360,11 +360,17 @@ class DatasetDomain:
         )
 
     def task_for_row(self, index: int) -> Task:
-        """The task of row `index` (0-based, file order) whatever its split: `posttrain
-        score` uses it for completions saved by row. IndexError when out of range."""
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.rows):
-            raise IndexError(f"row must be an integer in 0..{len(self.rows) - 1}, got {index!r}")
-        row = self.rows[index]
+        """The task of row `index` whatever its split: `posttrain score` uses it for
+        completions saved by row. `index` is what tasks carry as `meta["row"]`: the row's
+        0-based line in a JSONL file (blank lines count), its position in a Parquet one.
+        IndexError when no row has it."""
+        by_index = {r.index: r for r in self.rows}
+        if not isinstance(index, int) or isinstance(index, bool) or index not in by_index:
+            raise IndexError(
+                f"row must be an integer in 0..{self.rows[-1].index} naming a row "
+                f"(0-based line), got {index!r}"
+            )
+        row = by_index[index]
         difficulty = row.difficulty or 1
         return Task(
             id=f"{self.id}@row{index}",

@@ -212,3 +212,18 @@ def test_a_repeated_row_id_names_both_lines(tmp_path: Path) -> None:
     rows = [{"id": f"q{i % 3}", "prompt": f"q{i}?", "answer": "a"} for i in range(4)]
     with pytest.raises(DatasetError, match=r"d\.jsonl:4: id 'q0' repeats the row of line 1"):
         load_rows(_write(tmp_path / "d.jsonl", rows))
+
+
+def test_task_for_row_takes_the_row_number_tasks_carry_despite_blank_lines(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text(
+        '\n{"prompt": "first?", "answer": "a"}\n\n{"prompt": "second?", "answer": "b"}\n'
+    )
+    domain = DatasetDomain("mine/d-v1", path, verifier="exact", heldout_fraction=0.0)
+    for seed in range(8):
+        task = domain.generate(seed, 1)
+        assert domain.task_for_row(task.meta["row"]).answer == task.answer
+    with pytest.raises(IndexError):
+        domain.task_for_row(0)  # a blank line
