@@ -228,7 +228,7 @@ class ReasoningGymDomain:
         return Reference.single(task.answer)
 
     def verify(self, task: Task, rollout: Rollout, session: Session | None) -> Verdict:
-        text = rollout.final_text
+        text = rollout.final_text if isinstance(rollout.final_text, str) else ""
         score, failure = self._score(task, text)
         if failure:
             reason = f"The answer could not be scored ({failure})."

@@ -92,3 +92,12 @@ def test_the_gated_generators_still_pass_their_references() -> None:
         for seed, difficulty in ((0, 1), (1, 5), (2, 10)):
             answer = domain.generate(seed, difficulty).answer
             assert _judge(domain_id, answer, seed, difficulty).passed, (domain_id, seed)
+
+
+def test_a_final_text_of_none_scores_zero_with_a_reason() -> None:
+    domain = get_domain("rg/basic_arithmetic-v1")
+    task = domain.generate(0, 1)
+    turn = Turn(text=None, token_ids=[], logprobs=[], finish_reason="stop")  # type: ignore[arg-type]
+    rollout = Rollout("r", task.id, task.domain, 1, [], [], [], [], [], [turn], Verdict(0.0, False, "-"))  # fmt: skip
+    verdict = domain.verify(task, rollout, None)
+    assert not verdict.passed and verdict.reward == 0.0 and verdict.reason
