@@ -18,7 +18,9 @@ curriculum levels gets all levels stepped down together until it accepts them.
 The generator list is pinned to reasoning-gym 0.1.25 (`GENERATORS`, by category; the
 category decides the matrix cell); a test checks it against the installed package.
 Excluded, with the reason: `EXCLUDED`. Five scorers evaluate the answer as code; the
-answer must first pass a syntax check (`ANSWER_GATES`, `verify/safe_expr.py`).
+answer must first pass a syntax check (`ANSWER_GATES`, `verify/safe_expr.py`), and
+three scorers that build the number written get no 4+ digit exponents or towers of
+powers (`HUGE_NUMBER_GATED`).
 
 Not guaranteed: corruptions are generic (empty text, the answer changed by one
 character, another seed's answer), kept only when the generator's scorer rejects
@@ -31,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -176,6 +179,11 @@ ANSWER_GATES: dict[str, Callable[[str, dict[str, Any]], bool]] = {
     "binary_matrix": _literal,
     "string_insertion": _literal,
 }
+# Scorers that build the number an answer writes (Fraction, SymPy): "1e999999999" or
+# "9**9**9**9" would hang them, so a 4+ digit exponent or a tower of powers scores 0
+# before reaching them.
+HUGE_NUMBER_GATED = frozenset({"coin_flip", "countdown", "simple_integration"})
+_HUGE_NUMBER = re.compile(r"[0-9.][eE][+-]?[0-9]{4,}|\*\*\s*\(?\s*([0-9]{4,}|[\w.]+\s*\*\*)")
 MAX_EXPRESSION_CHARS = 2000  # with ** allowed, a long tower of powers would hang SymPy
 
 
@@ -255,6 +263,8 @@ class ReasoningGymDomain:
         if not text.strip():
             return 0.0, None
         dataset, item = self.entry(task.seed, task.difficulty)
+        if self.name in HUGE_NUMBER_GATED and _HUGE_NUMBER.search(text):
+            return 0.0, "a 4+ digit exponent or a tower of powers; its scorer would hang on it"
         gate = ANSWER_GATES.get(self.name)
         if gate is not None and not gate(text, item):
             return 0.0, "not a plain expression; its scorer would run it as code"

@@ -94,6 +94,16 @@ def test_the_gated_generators_still_pass_their_references() -> None:
             assert _judge(domain_id, answer, seed, difficulty).passed, (domain_id, seed)
 
 
+def test_a_huge_exponent_scores_zero_without_hanging_the_scorer() -> None:
+    import time
+
+    for domain_id in ("rg/coin_flip-v1", "rg/countdown-v1", "rg/simple_integration-v1"):
+        start = time.monotonic()
+        for text in ("1e999999999", "9**9**9**9", "9**(9**9)", "x**999999999"):
+            verdict = _judge(domain_id, text)
+            assert verdict.reward == 0.0 and time.monotonic() - start < 5, (domain_id, text)
+
+
 def test_a_final_text_of_none_scores_zero_with_a_reason() -> None:
     domain = get_domain("rg/basic_arithmetic-v1")
     task = domain.generate(0, 1)
