@@ -1,4 +1,5 @@
-"""reasoning-gym as a breadth layer: each of its generators as a domain `rg/<name>-v1`.
+"""reasoning-gym as a breadth layer: each of its generators as a domain `rg/<name>-vN`
+(v1 unless `VERSIONS` bumped it).
 
     from posttrain.domains import get_domain
     domain = get_domain("rg/basic_arithmetic-v1")
@@ -18,9 +19,9 @@ curriculum levels gets all levels stepped down together until it accepts them.
 The generator list is pinned to reasoning-gym 0.1.25 (`GENERATORS`, by category; the
 category decides the matrix cell); a test checks it against the installed package.
 Excluded, with the reason: `EXCLUDED`. Five scorers evaluate the answer as code; the
-answer must first pass a syntax check (`ANSWER_GATES`, `verify/safe_expr.py`), and
-three scorers that build the number written get no 4+ digit exponents or towers of
-powers (`HUGE_NUMBER_GATED`).
+answer must first pass a syntax check (`ANSWER_GATES`, `verify/safe_expr.py`); so must
+complex_arithmetic's (no NaN, which its scorer rewards: `NAN_GATED`), and three scorers that build
+the number written get no 4+ digit exponents or towers of powers (`HUGE_NUMBER_GATED`).
 
 Not guaranteed: corruptions are generic (empty text, the answer changed by one
 character, another seed's answer), kept only when the generator's scorer rejects
@@ -184,6 +185,11 @@ ANSWER_GATES: dict[str, Callable[[str, dict[str, Any]], bool]] = {
 # before reaching them.
 HUGE_NUMBER_GATED = frozenset({"coin_flip", "countdown", "simple_integration"})
 _HUGE_NUMBER = re.compile(r"[0-9.][eE][+-]?[0-9]{4,}|\*\*\s*\(?\s*([0-9]{4,}|[\w.]+\s*\*\*)")
+# complex_arithmetic scores min(1, exp(-distance)): a NaN distance would give 1.
+NAN_GATED = frozenset({"complex_arithmetic"})
+_NAN = re.compile("nan|inf", re.IGNORECASE)
+# Generators whose domain changed after v1 (an id is bumped when its rewards change).
+VERSIONS = {"complex_arithmetic": 2}  # v2: NaN answers no longer pass
 MAX_EXPRESSION_CHARS = 2000  # with ** allowed, a long tower of powers would hang SymPy
 
 
@@ -196,7 +202,7 @@ class ReasoningGymDomain:
     def __init__(self, name: str, category: str) -> None:
         self.name = name
         self.category = category
-        self.id = f"rg/{name}-v1"
+        self.id = f"rg/{name}-v{VERSIONS.get(name, 1)}"
         modality, verification = CELLS[category]
         self.axes = Axes(modality, "none", "single", verification)  # type: ignore[arg-type]
 
@@ -265,6 +271,8 @@ class ReasoningGymDomain:
         dataset, item = self.entry(task.seed, task.difficulty)
         if self.name in HUGE_NUMBER_GATED and _HUGE_NUMBER.search(text):
             return 0.0, "a 4+ digit exponent or a tower of powers; its scorer would hang on it"
+        if self.name in NAN_GATED and _NAN.search(text):
+            return 0.0, "NaN or infinity, which its scorer would reward"
         gate = ANSWER_GATES.get(self.name)
         if gate is not None and not gate(text, item):
             return 0.0, "not a plain expression; its scorer would run it as code"

@@ -94,6 +94,13 @@ def test_the_gated_generators_still_pass_their_references() -> None:
             assert _judge(domain_id, answer, seed, difficulty).passed, (domain_id, seed)
 
 
+def test_a_nan_answer_does_not_pass_complex_arithmetic() -> None:
+    for text in ("nan", "nan + nani", "inf"):
+        assert _judge("rg/complex_arithmetic-v2", text).reward == 0.0, text
+    task = get_domain("rg/complex_arithmetic-v2").generate(0, 3)
+    assert _judge("rg/complex_arithmetic-v2", task.answer).passed
+
+
 def test_a_huge_exponent_scores_zero_without_hanging_the_scorer() -> None:
     import time
 
