@@ -32,7 +32,7 @@ from posttrain.domains.base import Domain
 
 ENTRY_POINT_GROUP = "posttrain.domains"
 DOMAIN_ID = re.compile(r"[a-z0-9][a-z0-9_-]*/[a-z0-9][a-z0-9_.-]*-v[0-9]+")
-SPAN_SUFFIX = re.compile(r"@([0-9]+)-([0-9]+)")
+SPAN_SUFFIX = re.compile(r"@([1-9][0-9]*)-([1-9][0-9]*)")  # no leading zeros: one id per span
 
 
 class DomainRegistry:
@@ -108,7 +108,10 @@ class DomainRegistry:
         low, high = int(match.group(1)), int(match.group(2))
         if not 0 < low <= high:
             raise KeyError(f"bad span in domain id {domain_id!r}: need 0 < MIN <= MAX tokens")
-        variant: Domain = with_span(low, high)
+        try:
+            variant: Domain = with_span(low, high)
+        except ValueError as exc:  # the domain's own limits, e.g. MIN >= 16 tokens
+            raise KeyError(f"bad span in domain id {domain_id!r}: {exc}") from None
         if variant.id != domain_id:
             raise RuntimeError(f"{base_id}.with_span gave id {variant.id!r}, not {domain_id!r}")
         self._spans[domain_id] = variant

@@ -218,6 +218,8 @@ class SpannedDomain(FakeDomain):
         self.span = span
 
     def with_span(self, low: int, high: int) -> SpannedDomain:
+        if low < 16:
+            raise ValueError("MIN must be at least 16 tokens")
         return SpannedDomain(f"{self.id}@{low}-{high}", (low, high))
 
 
@@ -237,6 +239,8 @@ def test_span_id_resolves_to_a_variant_kept_for_later_lookups() -> None:
         ("fake/long-v1@512-64", "need 0 < MIN <= MAX"),
         ("fake/one-v1@64-512", "has no length span"),
         ("fake/lnog-v1@64-512", "did you mean 'fake/long-v1'"),
+        ("fake/long-v1@064-512", "expected 'fake/long-v1@MIN-MAX'"),
+        ("fake/long-v1@8-512", "MIN must be at least 16"),
     ],
 )
 def test_bad_span_ids_say_what_is_wrong(domain_id: str, message: str) -> None:
