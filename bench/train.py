@@ -129,6 +129,10 @@ class FixedTasks:
         self.tasks, self.next, self.window = list(tasks), 0, None
 
     def sample(self, count: int) -> list[Task]:
+        if self.next + count > len(self.tasks):
+            raise RuntimeError(
+                f"FixedTasks: {count} more tasks asked for, {len(self.tasks) - self.next} left"
+            )
         out = self.tasks[self.next : self.next + count]
         self.next += count
         return out
@@ -162,6 +166,7 @@ def ours_grpo(
         loss="grpo",
         aggregation="token",
         epochs=s.epochs,
+        refill_rounds=0,  # TRL's GRPOTrainer has no dynamic sampling
         minibatch_size=s.batch,  # one optimizer step per generation, as TRL's
         max_minutes=10**6,
     )

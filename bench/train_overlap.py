@@ -79,7 +79,9 @@ def main() -> None:
     policy = load_policy("tiny", seed=0)
     tok = policy.tokenizer
     prompts, group, max_tokens = SHAPES["tiny"]
-    tasks = [domain.generate(GRPO_SEEDS + i, 1 + i % 10) for i in range(prompts * (args.steps + 1))]
+    # One step more than the runs take: the overlapped sides draw the next step's tasks
+    # while the last update runs.
+    tasks = [domain.generate(GRPO_SEEDS + i, 1 + i % 10) for i in range(prompts * (args.steps + 2))]
     threads = {"TRL": args.cores, "sync": args.cores, "thread": 1, "ray": 1}
 
     def side(name: str) -> Callable[[Any], SideResult]:

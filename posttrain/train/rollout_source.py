@@ -124,7 +124,10 @@ class ScheduledSource:
     def _top_up(self, prompts: int, version: int) -> None:
         want = prompts + self.cfg.over_provision - self.scheduler.inflight
         if want > 0:
-            self.scheduler.submit(self.sampler.sample(want), policy_version=version)
+            tasks = self.sampler.sample(want)
+            if len(tasks) != want:  # collecting would wait for groups never submitted
+                raise RuntimeError(f"the task sampler gave {len(tasks)} tasks, {want} asked for")
+            self.scheduler.submit(tasks, policy_version=version)
 
     def batch(self, prompts: int, version: int) -> list[Group]:
         self.scheduler.set_policy_version(version)

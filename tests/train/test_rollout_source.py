@@ -131,3 +131,30 @@ def test_the_async_schedulers_engine_copy_keeps_its_own_kv_caches(
         assert "scheduled" not in engine.prefix_cache  # type: ignore[operator]
     finally:
         sched.close()
+
+
+class RunsDry:
+    """A sampler with `left` tasks: then it returns fewer than asked (as a fixed list)."""
+
+    def __init__(self, left: int) -> None:
+        self.domain, self.left, self.window = get_domain("arith/addition-v1"), left, None
+
+    def sample(self, count: int) -> list[Any]:
+        got = min(count, self.left)
+        self.left -= got
+        return [self.domain.generate(self.left + i, 1) for i in range(got)]
+
+
+def test_a_sampler_that_runs_dry_is_an_error_not_a_wait_for_groups_never_sent(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    engine = HFEngine(tiny_model, tokenizer, seed=0)
+    params = SamplingParams(max_tokens=2, temperature=0.0, n=2)
+    cfg = RolloutConfig(mode="scheduled", max_staleness=1)
+    sched, _ = local_scheduler(cfg, tiny_model, engine, tokenizer, get_domain, params, None, None)  # fmt: skip
+    try:
+        source = ScheduledSource(cfg, sched, RunsDry(3), push_weights=False)  # type: ignore[arg-type]
+        with pytest.raises(RuntimeError, match="gave 3 tasks, 4 asked for"):
+            source.batch(4, version=0)
+    finally:
+        sched.close()
