@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from posttrain.config import DPOConfig
-from posttrain.domains import STARTER_DOMAINS, Axes, get_domain
+from posttrain.domains import STARTER_DOMAINS, get_domain
 from posttrain.engines import Completion, GenerationRequest, HFEngine, ReplayEngine, SamplingParams
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import replay_references, run_episodes
@@ -22,7 +22,8 @@ from posttrain.train.dpo import (
     preference_accuracy,
     train_dpo,
 )
-from posttrain.types import Message, Reference, Rollout, Task, Verdict
+from posttrain.types import Message, Rollout, Task
+from tests.train.distributed_worker import SayYes
 
 # Which of `corrupt()`'s wrong answers is rejected: the first, except for sorting, where
 # the descending list (as long as the answer) replaces the unsorted input.
@@ -154,13 +155,15 @@ def test_a_sample_whose_verifier_raised_is_never_the_rejected_answer(tokenizer: 
         assert [p.rejected.final_text for p in pairs] == rejected
 
 
-class OpenFailsOn(VerifierRaisesOn):
+class OpenFailsOn:
     """A domain whose sessions fail to open on every other episode (infrastructure: the
     episode is a recorded failure with reward 0 that judges nothing)."""
 
     def __init__(self, inner: Any) -> None:
-        super().__init__(inner, "")
-        self.opened = 0
+        self.inner, self.opened = inner, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
     def open(self, task: Task, sandbox: Any) -> None:
         self.opened += 1
@@ -177,23 +180,14 @@ def test_a_sample_whose_session_failed_is_never_the_rejected_answer(tokenizer: A
     assert domain.opened == 4 and pairs == []  # two passed, two crashed: nothing to prefer
 
 
-class LongSayYes:
-    """A one-turn domain with a 570-token prompt whose answer is "yes"."""
+class LongSayYes(SayYes):
+    """SayYes with a 570-token prompt."""
 
     id = "test/long-say-yes-v1"
-    axes = Axes("text", "none", "single", "exact")
-    max_turns = 1
 
     def generate(self, seed: int, difficulty: int) -> Task:
         prompt = [Message("user", "filler " * 80 + "say yes")]
         return Task(f"{self.id}@{seed}", self.id, prompt, "yes", difficulty, seed)
-
-    def reference(self, task: Task) -> Reference:
-        return Reference.single("yes")
-
-    def verify(self, task: Task, rollout: Rollout, session: Any) -> Verdict:
-        passed = rollout.final_text == "yes"
-        return Verdict(float(passed), passed, "yes" if passed else "not yes")
 
 
 @pytest.mark.parametrize("strategy", ["truncate_middle", "error"])
