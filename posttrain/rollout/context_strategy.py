@@ -199,6 +199,7 @@ def _retrieve(task: Task, tokenizer: Any, excess: int, policy: OverLongPolicy) -
             f"prompt of task {task.id}: the question and the rest of the prompt alone "
             f"exceed the window; no room for any of the document"
         )
+    chunk_tokens = min(policy.chunk_tokens, budget)  # a chunk never exceeds the room
     context = assemble(
         question,
         document,
@@ -206,8 +207,8 @@ def _retrieve(task: Task, tokenizer: Any, excess: int, policy: OverLongPolicy) -
         tokenizer=tokenizer,
         retriever=policy.retriever,
         order=policy.order,
-        max_chunk_tokens=min(policy.chunk_tokens, budget),
-        overlap_tokens=min(16, policy.chunk_tokens // 8),
+        max_chunk_tokens=chunk_tokens,
+        overlap_tokens=min(16, chunk_tokens // 8),  # always below the chunk size
     )
     messages[i] = dataclasses.replace(messages[i], content=context.text + separator + question)
     return messages

@@ -163,3 +163,15 @@ def test_retrieve_with_room_for_no_chunk_is_a_prompt_too_long_error(tokenizer: A
     window = question_tokens + 64 + 8  # room for the question and almost nothing else
     with pytest.raises(PromptTooLongError, match="could not"):
         fit_prompt(task, tokenizer, window, 64, OverLongPolicy("retrieve", chunk_tokens=96))
+
+
+def test_retrieve_with_a_small_budget_names_the_budget_not_the_overlap(tokenizer: Any) -> None:
+    """Chunks shrink to a small budget; their overlap shrinks with them (it was sized from
+    `chunk_tokens` and refused as not below the chunk size)."""
+    task = haystack_task()
+    question_tokens = prompt_length(tokenizer, [Message("user", QUESTION)])
+    window = question_tokens + 64 + 12  # a budget of about a dozen document tokens
+    with pytest.raises(PromptTooLongError) as info:
+        fit_prompt(task, tokenizer, window, 64, OverLongPolicy("retrieve", chunk_tokens=128))
+    assert "overlap_tokens" not in str(info.value)
+    assert "token_budget" in str(info.value)
