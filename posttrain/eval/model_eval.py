@@ -120,12 +120,40 @@ def run_defaults(spec: EvalSpec) -> tuple[EvalSpec, int]:
     ev = data.get("eval", {})
     spec = dataclasses.replace(
         spec,
-        domains=spec.domains or list(data.get("domains", [])),
-        n=spec.n or ev.get("tasks_per_domain"),
-        difficulties=spec.difficulties or ev.get("difficulties"),
-        max_tokens=spec.max_tokens or data.get("max_new_tokens"),
+        domains=spec.domains or _typed(config, "domains", data.get("domains", []), _IDS),
+        n=spec.n or _typed(config, "eval.tasks_per_domain", ev.get("tasks_per_domain"), _INT),
+        difficulties=spec.difficulties
+        or _typed(config, "eval.difficulties", ev.get("difficulties"), _INTS),
+        max_tokens=spec.max_tokens
+        or _typed(config, "max_new_tokens", data.get("max_new_tokens"), _INT),
     )
-    return spec, int(ev.get("seed_offset", DEFAULT_SEED_OFFSET))
+    seed_offset = ev.get("seed_offset", DEFAULT_SEED_OFFSET)
+    return spec, _typed(config, "eval.seed_offset", seed_offset, _INT)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# What run_defaults reads from a run's config.yaml: (description, check); None = unset.
+_INT = ("an integer", lambda v: v is None or _is_int(v))
+_INTS = (
+    "a list of integers",
+    lambda v: v is None or (isinstance(v, list) and all(map(_is_int, v))),
+)
+_IDS = (
+    "a list of domain ids",
+    lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+)
+
+
+def _typed(config: Path, name: str, value: Any, kind: tuple[str, Any]) -> Any:
+    """`value` if it is of `kind`; else an EvalSpecError naming the file and the key (the
+    file may have been edited by hand: a string of domains would be read letter by letter)."""
+    want, check = kind
+    if not check(value):
+        raise EvalSpecError(f"{config}: {name} must be {want}, got {value!r}")
+    return value
 
 
 def load_engine(spec: EvalSpec) -> tuple[Engine, Any, str]:

@@ -139,6 +139,26 @@ def test_a_run_directory_with_a_broken_config_yaml_is_named(tmp_path: Path, text
 
 
 @pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("domains: arith/addition-v1\n", "domains must be a list of domain ids"),
+        ("eval: {seed_offset: abc}\n", "eval.seed_offset must be an integer"),
+        ("eval: {tasks_per_domain: true}\n", "eval.tasks_per_domain must be an integer"),
+        ("eval: {difficulties: [1, x]}\n", "eval.difficulties must be a list of integers"),
+        ("max_new_tokens: 2.5\n", "max_new_tokens must be an integer"),
+    ],
+)
+def test_a_hand_edited_config_yaml_of_the_wrong_type_is_named(
+    tmp_path: Path, text: str, named: str
+) -> None:
+    """A string of domains was read letter by letter and a bad seed offset was a traceback."""
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "config.yaml").write_text(text)
+    with pytest.raises(EvalSpecError, match=named):
+        run_eval(EvalSpec(str(tmp_path)))  # every setting from the run's config
+
+
+@pytest.mark.parametrize(
     ("model", "slug"),
     [
         ("openai:http://127.0.0.1:8000/v1", "openai-127.0.0.1-8000"),
