@@ -5,7 +5,9 @@ command that starts a sandbox's fork-server under the strongest mode available:
 
 - ``bwrap``: bubblewrap started under the unprivileged ``nobody`` uid (via setpriv),
   new user/pid/net/ipc/uts/mount namespaces, read-only ``/usr`` and the Python
-  packages (an installed posttrain, with the domains' reference code, hidden), private size-limited tmpfs for ``/workspace``, ``/tmp`` and ``/dev/shm``,
+  packages (an installed posttrain, with the domains' reference code, and the files of
+  every distribution with a ``posttrain.domains`` entry point hidden: see `hidden`),
+  private size-limited tmpfs for ``/workspace``, ``/tmp`` and ``/dev/shm``,
   everything else remounted read-only, empty environment,
   ``--die-with-parent --new-session --cap-drop ALL --disable-userns``, and
   ``--as-pid-1``: the fork-server itself is the namespace's pid 1 (no bubblewrap init
@@ -45,6 +47,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from posttrain.sandbox import hidden
+
 NOBODY = 65534
 MODES = ("bwrap", "unshare", "none")
 INSIDE_DIR = Path(__file__).with_name("inside")  # the fork-server's package, bound read-only
@@ -53,7 +57,8 @@ INSIDE_DIR = Path(__file__).with_name("inside")  # the fork-server's package, bo
 SANDBOX_OPT = "/opt/posttrain"
 SANDBOX_SITE = f"{SANDBOX_OPT}/site-packages"
 # Our own package: installed from a wheel it lies in a folder bound into the sandbox, with
-# every domain's reference code (fixed templates, C sources), so it is hidden there.
+# every domain's reference code (fixed templates, C sources), so it is hidden there, as
+# are the files of third-party domain plugins (`hidden.plugin_paths`).
 PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 
 DENIED_SYSCALLS = (
@@ -387,12 +392,35 @@ def launch_argv(mode: str, *, fd: int, workspace: str, tmp: str, preload: list[s
         prefix = os.path.dirname(os.path.dirname(python))
         argv += ["--ro-bind", prefix, prefix]
         bound.append((prefix, prefix))
-    package = os.path.realpath(PACKAGE_DIR)
-    for host, inside in bound:
-        host = os.path.realpath(host)
-        if os.path.commonpath([host, package]) == host:  # an empty read-only folder over it
-            hidden = os.path.join(inside, os.path.relpath(package, host))
-            argv += ["--tmpfs", hidden, "--remount-ro", hidden]
+    argv += _hiding_args(bound)
     # Everything but /workspace, /tmp and /dev/shm (wiped between tasks) is read-only.
     argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
     return [*argv, python, "-S", "-m", "inside.server", *server_args]
+
+
+def _hiding_args(bound: list[tuple[str, str]]) -> list[str]:
+    """bwrap arguments that cover our package and every domain plugin's files (`hidden`)
+    wherever a bound host folder (host, where tasks see it) holds them: an empty read-only
+    tmpfs over a folder, ``/dev/null`` over a file (bound ``nodev``: opening it fails)."""
+    args: list[str] = []
+    for path in (os.path.realpath(PACKAGE_DIR), *hidden.plugin_paths()):
+        if not _reachable_by_sandbox(path):
+            continue  # tasks cannot open it, and bwrap (as them) could not mount over it
+        for host, inside in bound:
+            host = os.path.realpath(host)
+            if os.path.commonpath([host, path]) != host:
+                continue
+            there = os.path.join(inside, os.path.relpath(path, host))
+            if os.path.isdir(path):
+                args += ["--tmpfs", there, "--remount-ro", there]
+            elif os.path.exists(path):
+                args += ["--ro-bind", "/dev/null", there]
+    return args
+
+
+def _reachable_by_sandbox(path: str) -> bool:
+    """Whether the sandbox's uid can reach `path`: always when it is ours (not root);
+    as `nobody`, only through world-searchable parents."""
+    if os.geteuid() != 0:
+        return True
+    return all(p.stat().st_mode & 0o001 for p in Path(path).parents)

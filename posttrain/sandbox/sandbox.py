@@ -9,7 +9,8 @@
         judge.exec(["python3", "-P", "-m", "pytest", "-q", "--noconftest", "test_x.py"])
 
 What is isolated (bwrap mode): the host filesystem except read-only `/usr` and the
-Python packages (all else read-only too, but the wiped /workspace, /tmp, /dev/shm); host processes, network, IPC and hostname (own namespaces, no
+Python packages, an installed posttrain and every domain plugin's own files hidden among
+them (`hidden`) (all else read-only too, but the wiped /workspace, /tmp, /dev/shm); host processes, network, IPC and hostname (own namespaces, no
 network devices but loopback); the host uid (tasks are `nobody` on the host, with no
 capabilities and no nested user namespaces); other sandboxes. Each task gets rlimits
 (address space, CPU, file size, open files, processes, no core file), the seccomp
