@@ -11,7 +11,7 @@ indexed with its section heading in front, so a query naming a chapter finds it.
 
 Not guaranteed: the stemmer is crude (English only, no irregular forms, some
 over-stemming); only chunks sharing at least one term with the query are returned,
-so a query of stopwords alone returns nothing; ties keep bm25s's order.
+so a query of stopwords alone returns nothing. Ties rank in chunk order.
 """
 
 from __future__ import annotations
@@ -108,17 +108,15 @@ class BM25Index:
             self._retriever.index((corpus_ids, vocab), show_progress=False)
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
-        """The `k` best chunks sharing a term with `query`, best first."""
+        """The `k` best chunks sharing a term with `query`, best first (ties: the
+        earlier chunk first)."""
         if self._retriever is None or k < 1:
             return []
         ids = [self._vocab[t] for t in terms(query, self._stems) if t in self._vocab]
         if not ids:
             return []
-        k = min(k, len(self.chunks))
-        docs, scores = self._retriever.retrieve([ids], k=k, show_progress=False)
-        hits = [
-            Hit(self.chunks[int(d)], float(s))
-            for d, s in zip(np.asarray(docs[0]), np.asarray(scores[0]), strict=True)
-            if s > 0
-        ]
-        return hits
+        scores = np.asarray(self._retriever.get_scores_from_ids(ids))  # [N]
+        # Every chunk scored, then a stable sort: ties go to the earlier chunk. bm25s's own
+        # top-k (numpy, numba or jax, whichever is installed) orders ties arbitrarily.
+        best = np.argsort(-scores, kind="stable")[: min(k, len(self.chunks))]
+        return [Hit(self.chunks[int(d)], float(scores[d])) for d in best if scores[d] > 0]

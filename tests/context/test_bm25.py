@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from posttrain.context.bm25 import BM25Index, stem, terms
-from posttrain.context.chunking import chunk_text
+from posttrain.context.chunking import Chunk, chunk_text
 
 DOC = """# Facilities
 
@@ -64,3 +64,15 @@ def test_same_chunks_give_the_same_ranking() -> None:
     a = [h.chunk.id for h in _index().search("depot shift tyres", k=5)]
     b = [h.chunk.id for h in _index().search("depot shift tyres", k=5)]
     assert a == b
+
+
+def test_tied_scores_rank_in_chunk_order() -> None:
+    # twelve chunks, eight of them scoring alike for "stone": ties go to the earlier chunk,
+    # whichever top-k backend bm25s picks (numpy, numba or jax), and k cuts a prefix
+    texts = ["river stone" if i % 3 else "river market" for i in range(12)]
+    chunks = [Chunk(f"d#{i}", "d", i, t, 0, len(t), 2) for i, t in enumerate(texts)]
+    index = BM25Index(chunks)
+    assert [h.chunk.index for h in index.search("river", k=12)] == list(range(12))
+    stone = [h.chunk.index for h in index.search("river stone", k=12)]
+    assert stone == [1, 2, 4, 5, 7, 8, 10, 11, 0, 3, 6, 9]
+    assert [h.chunk.index for h in index.search("river stone", k=3)] == stone[:3]
