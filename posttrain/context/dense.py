@@ -76,12 +76,11 @@ class DenseIndex:
         self.vectors = embed([indexed_text(c) for c in self.chunks], batch_size)  # [N, 384]
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
-        """The `k` chunks most similar to `query`, best first."""
+        """The `k` chunks most similar to `query`, best first (ties: the earlier chunk)."""
         if not self.chunks or k < 1 or not query.strip():
             return []
         scores = self.vectors @ embed([query])[0]  # [N]
-        k = min(k, len(self.chunks))
-        top = np.argpartition(-scores, k - 1)[:k]
-        # stable tie-break by chunk position, so rankings repeat exactly
-        order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), i))
-        return [Hit(self.chunks[i], float(scores[i])) for i in order]
+        # a stable sort of every score: ties go to the earlier chunk, also at the k-th
+        # place (argpartition would pick any of the tied ones there), so rankings repeat
+        order = np.argsort(-scores, kind="stable")[: min(k, len(self.chunks))]
+        return [Hit(self.chunks[int(i)], float(scores[i])) for i in order]

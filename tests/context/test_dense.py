@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import pytest
 
 from posttrain.context import dense
@@ -65,3 +66,18 @@ def test_same_query_same_ranking_best_first(index: dense.DenseIndex) -> None:
     assert [h.chunk.id for h in a] == [h.chunk.id for h in b]
     assert [h.score for h in a] == sorted((h.score for h in a), reverse=True)
     assert "flooded" in a[0].chunk.text
+
+
+def test_tied_scores_rank_in_chunk_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    # identical chunks embed alike: which of them make the top k must not be up to
+    # argpartition; the earlier chunks do, and k cuts a prefix of the full ranking
+    texts = ["same boilerplate"] * 10 + ["a closer match"]
+    chunks = [Chunk(f"d#{i}", "d", i, t, 0, len(t), 2) for i, t in enumerate(texts)]
+    index = object.__new__(dense.DenseIndex)
+    index.chunks = chunks
+    index.vectors = np.array([[0.6, 0.8]] * 10 + [[1.0, 0.0]], dtype=np.float32)
+    monkeypatch.setattr(dense, "embed", lambda texts: np.array([[1.0, 0.0]], dtype=np.float32))
+    full = [h.chunk.index for h in index.search("q", k=11)]
+    assert full == [10, *range(10)]
+    for k in range(1, 11):
+        assert [h.chunk.index for h in index.search("q", k=k)] == full[:k]
