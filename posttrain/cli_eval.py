@@ -82,6 +82,9 @@ def compare_command(
     from posttrain.eval.compare import compare_results, load_side
     from posttrain.eval.results import ResultsFileError
 
+    if not 0 < alpha < 1:  # NaN too; 1 or more would flag every row, 0 or less none
+        fail(f"--alpha must be in (0, 1), got {alpha:g}")
+        return
     try:
         cmp = compare_results(load_side(a), load_side(b), alpha)
     except ResultsFileError as exc:

@@ -99,7 +99,10 @@ def load_side(spec: str) -> dict[str, Any]:
 
 
 def compare_results(a: dict[str, Any], b: dict[str, Any], alpha: float = 0.05) -> Comparison:
-    """Rows for all shared tasks, then per domain, then per matrix cell."""
+    """Rows for all shared tasks, then per domain, then per matrix cell; `alpha` is the
+    significance level of `DeltaRow.significant`, in (0, 1)."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     ta = {t["id"]: t for t in a["tasks"]}
     tb = {t["id"]: t for t in b["tasks"]}
     shared = [i for i in ta if i in tb]

@@ -101,3 +101,10 @@ def test_rows_come_all_first_then_every_domain_then_every_cell() -> None:
     ]
     # A domain without a cell in either file pools with the unregistered domains.
     assert cmp.rows[-1].n == 6
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0, 5.0, float("nan")])
+def test_an_alpha_outside_zero_one_is_refused(alpha: float) -> None:
+    doc = _doc("a", {"a1": True})
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\)"):
+        compare_results(doc, doc, alpha)

@@ -88,6 +88,8 @@ def test_the_command_writes_results_and_a_report_then_compare_reads_them(tmp_pat
         (["eval", "tiny", "--k", "2", "--temperature", "-1"], "--temperature must be >= 0"),
         (["eval", "openai:ftp://x"], "needs an http(s) URL"),
         (["compare", "nope-a", "nope-b"], "neither a results file nor a run directory"),
+        (["compare", "nope-a", "nope-b", "--alpha", "5"], "--alpha must be in (0, 1), got 5"),
+        (["compare", "nope-a", "nope-b", "--alpha", "0"], "--alpha must be in (0, 1), got 0"),
         (["report", "no-such-run"], "no-such-run"),
     ],
 )
