@@ -103,7 +103,9 @@ class DatasetConfig(_Strict):
         None, description="weights of the reward functions (default: equal)"
     )
     pass_threshold: float = Field(1.0, gt=0, le=1, description="reward at which an answer passes")
-    heldout_fraction: float = Field(0.1, ge=0, lt=1, description="rows kept for evaluation only")
+    heldout_fraction: float = Field(
+        0.1, ge=0, lt=1, description="distinct prompts kept for evaluation only"
+    )
 
     @model_validator(mode="after")
     def _one_scorer(self) -> DatasetConfig:

@@ -24,14 +24,26 @@ Scores must lie in [0, 1]; with several functions the reward is their weighted m
 (`reward_weights`), each function's score is a verdict component, and the answer
 passes when the reward reaches `pass_threshold`.
 
-Train and held-out rows never mix: rows whose stable hash falls in the first
-`heldout_fraction` go to seeds at or above `heldout_seed_offset` (the evaluation's seed
-range), all others to the training seeds below it.
+Train and held-out rows never mix, and neither do their prompts: the split hashes each
+row's prompt (`prompt_key`: every message's role and content, whitespace runs collapsed
+to one space and the ends stripped), not its line, so rows that repeat a prompt (exact
+duplicates, the same question with two answers or under two ids, a re-wrapped copy) all
+land on one side. Prompts whose SHA-256 falls in the first `heldout_fraction` go to seeds
+at or above `heldout_seed_offset` (the evaluation's seed range), all others to the
+training seeds below it. The split depends only on the prompts, so it is the same in
+every process and on every machine, whatever the rows' order, the domain's id or its
+version; `heldout_fraction` counts distinct prompts, not rows. With two or more distinct
+prompts each side gets at least one; a file with a single distinct prompt serves it on
+both sides (nothing can be held out). This rule replaced a hash of the domain id, the
+row's line and its answer, so a dataset domain made before it splits differently now:
+compare held-out scores only between runs made under the same rule.
 
 Not guaranteed: the whole file is read into memory at construction (fine up to some
 hundred thousand rows); a reward function runs in-process and unbounded in time, so it
 must be trusted code; the self-check's corruptions for a dataset domain are generic
-(another row's answer, a truncated answer, ±1 on numbers) and can accidentally be right.
+(another row's answer, a truncated answer, ±1 on numbers) and can accidentally be right;
+the split catches repeated prompts up to whitespace, not paraphrases, a changed system
+message, or letter case.
 """
 
 from __future__ import annotations
@@ -334,14 +346,10 @@ class DatasetDomain:
                 )
 
     def _split(self, heldout_fraction: float) -> None:
-        def bucket(row: Row) -> float:
-            key = f"{self.id}|{row.index}|{json.dumps(row.answer, sort_keys=True, default=str)}"
-            return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
-
-        heldout = [r for r in self.rows if bucket(r) < heldout_fraction]
-        train = [r for r in self.rows if bucket(r) >= heldout_fraction]
-        if heldout_fraction > 0 and len(self.rows) >= 2 and not heldout:
-            heldout, train = train[:1], train[1:]
+        keys = [prompt_key(r.prompt) for r in self.rows]
+        held = heldout_prompts(keys, heldout_fraction)
+        heldout = [r for r, k in zip(self.rows, keys, strict=True) if k in held]
+        train = [r for r, k in zip(self.rows, keys, strict=True) if k not in held]
         self.train_rows, self.heldout_rows = train or heldout, heldout or train
 
     def generate(self, seed: int, difficulty: int) -> Task:
@@ -439,6 +447,37 @@ class DatasetDomain:
         """The row's own difficulty, or 0 when the rows give none (then every row serves
         every level and difficulty changes nothing)."""
         return float(task.meta.get("row_difficulty") or 0)
+
+
+def prompt_key(prompt: Sequence[Message]) -> str:
+    """What the train/held-out split hashes: each message's role and content, whitespace
+    runs collapsed to one space and the ends stripped. Whitespace is the usual incidental
+    difference between copies (a trailing newline, CRLF, re-wrapped lines); letter case and
+    Unicode forms are kept, since folding them would tie the key to the Python version's
+    Unicode tables, and the split must be the same on every machine.
+
+    >>> prompt_key([Message("user", " What is\\r\\n2+2? ")])
+    '[["user", "What is 2+2?"]]'
+    """
+    return json.dumps([[m.role, " ".join(m.content.split())] for m in prompt])
+
+
+def heldout_prompts(keys: Sequence[str], heldout_fraction: float) -> set[str]:
+    """The prompt keys held out: those whose SHA-256 falls below `heldout_fraction`. With
+    two or more distinct keys and a fraction above 0 both sides keep at least one: the
+    lowest-hashing key is held out when none fell there, the highest trained on when all did."""
+
+    def bucket(key: str) -> float:
+        return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+
+    distinct = sorted(set(keys), key=bucket)
+    heldout = {k for k in distinct if bucket(k) < heldout_fraction}
+    if heldout_fraction > 0 and len(distinct) >= 2:
+        if not heldout:
+            heldout = {distinct[0]}
+        elif len(heldout) == len(distinct):
+            heldout.discard(distinct[-1])
+    return heldout
 
 
 def _nearest_difficulty(rows: list[Row], difficulty: int) -> list[Row]:

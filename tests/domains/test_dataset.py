@@ -140,6 +140,52 @@ def test_training_and_heldout_seeds_never_share_a_row(tmp_path: Path) -> None:
     assert 5 <= len(heldout) <= 16  # about a fifth of 50 rows
 
 
+def _side_prompts(domain: DatasetDomain, seeds: range) -> set[str]:
+    return {" ".join(domain.generate(s, 1).prompt[-1].content.split()) for s in seeds}
+
+
+def test_rows_repeating_a_prompt_land_on_one_side(tmp_path: Path) -> None:
+    # 20 questions, each on 5 lines: exact copies, another answer, another id, re-spaced.
+    rows = [{"id": f"r{copy}-{q}", "prompt": f"What is{'  ' if copy == 4 else ' '}{q} + 1?"
+             + "\n" * (copy == 3), "answer": str(q + 1 + (copy == 2))}
+            for copy in range(5) for q in range(20)]  # fmt: skip
+    domain = DatasetDomain("mine/dup-v1", _write(tmp_path / "dup.jsonl", rows), verifier="exact",
+                           heldout_fraction=0.3, heldout_seed_offset=1000)  # fmt: skip
+    train, heldout = _side_prompts(domain, range(400)), _side_prompts(domain, range(1000, 1400))
+    assert train and heldout and not train & heldout
+    assert len(train) + len(heldout) == 20
+    assert len(domain.heldout_rows) == 5 * len(heldout)  # every copy of a held-out question
+
+
+def test_the_fallback_holds_out_a_whole_prompt(tmp_path: Path) -> None:
+    rows = [{"prompt": f"q{i % 2}?", "answer": str(i)} for i in range(6)]
+    path = _write(tmp_path / "d.jsonl", rows)
+    for fraction in (1e-9, 1 - 1e-9):  # no prompt hashes into held-out / into training
+        domain = DatasetDomain("mine/d-v1", path, verifier="exact", heldout_fraction=fraction)
+        held = {r.prompt[-1].content for r in domain.heldout_rows}
+        assert len(held) == 1 and not held & {r.prompt[-1].content for r in domain.train_rows}
+        assert (len(domain.train_rows), len(domain.heldout_rows)) == (3, 3)
+
+
+def test_the_split_holds_out_about_the_fraction_of_prompts(tmp_path: Path) -> None:
+    rows = [{"prompt": f"Say the word w{i}.", "answer": f"w{i}"} for i in range(2000)]
+    domain = DatasetDomain("mine/words-v1", _write(tmp_path / "w.jsonl", rows), verifier="exact",
+                           heldout_fraction=0.1)  # fmt: skip
+    assert 160 <= len(domain.heldout_rows) <= 240  # 200 ± 3 standard deviations
+
+
+def test_the_split_depends_only_on_the_prompts(tmp_path: Path) -> None:
+    rows = [{"prompt": f"Say the word w{i}.", "answer": f"w{i}"} for i in range(40)]
+    domain = DatasetDomain("mine/words-v1", _write(tmp_path / "a.jsonl", rows), verifier="exact",
+                           heldout_fraction=0.2)  # fmt: skip
+    held = sorted(r.answer for r in domain.heldout_rows)
+    # Pinned: a change here reshuffles every user's split (see the module doc).
+    assert held == ["w1", "w12", "w13", "w20", "w22"]
+    again = DatasetDomain("mine/words-v2", _write(tmp_path / "b.jsonl", rows[::-1]),
+                          verifier="exact", heldout_fraction=0.2)  # fmt: skip
+    assert sorted(r.answer for r in again.heldout_rows) == held
+
+
 def test_rows_with_difficulty_serve_the_nearest_level(tmp_path: Path) -> None:
     rows = [{"prompt": f"p{i}", "answer": str(i), "difficulty": 2 + 6 * (i % 2)} for i in range(20)]
     domain = DatasetDomain("mine/levels-v1", _write(tmp_path / "l.jsonl", rows),

@@ -23,6 +23,8 @@ REWARDS = textwrap.dedent(
 def test_a_recipe_trains_on_a_user_jsonl_with_a_reward_by_import_path(tmp_path: Path) -> None:
     (tmp_path / "my_rewards.py").write_text(REWARDS)
     words = ["cat", "dog", "sun", "map", "pen", "cup", "hat", "box", "jam", "owl"]
+    # Each prompt on three lines, as real files repeat rows: all copies land on one side,
+    # so heldout_fraction 0.4 holds out 3 of the 10 prompts (eval.tasks_per_domain=3).
     (tmp_path / "echo.jsonl").write_text(
         "".join(json.dumps({"prompt": f"say {w}", "answer": w}) + "\n" for w in words * 3)
     )
@@ -35,7 +37,7 @@ def test_a_recipe_trains_on_a_user_jsonl_with_a_reward_by_import_path(tmp_path: 
               - id: mine/echo-v1
                 path: {tmp_path / "echo.jsonl"}
                 reward: [my_rewards:echo_word]
-                heldout_fraction: 0.2
+                heldout_fraction: 0.4
             domains: [mine/echo-v1]
             """
         )
@@ -44,7 +46,7 @@ def test_a_recipe_trains_on_a_user_jsonl_with_a_reward_by_import_path(tmp_path: 
            "PYTHONPATH": str(tmp_path)}  # fmt: skip
     overrides = ["sft.num_examples=64", "sft.max_steps=8", "sft.eval_every=4", "sft.val_examples=8",
                  "dpo.num_tasks=8", "dpo.val_tasks=4", "dpo.batch_size=4", "grpo.steps=2",
-                 "grpo.batch_size=16", "grpo.minibatch_size=16", "eval.tasks_per_domain=6"]  # fmt: skip
+                 "grpo.batch_size=16", "grpo.minibatch_size=16", "eval.tasks_per_domain=3"]  # fmt: skip
     result = subprocess.run(
         [POSTTRAIN, "run", str(tmp_path / "recipe.yaml"), *overrides],
         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
