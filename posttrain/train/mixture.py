@@ -69,7 +69,8 @@ def heldout_tasks(
                 raise ValueError(
                     f"{domain.id} gave no new prompt at difficulty {level} in {MAX_REDRAWS} "
                     f"draws: it has too few distinct prompts for {per_domain} held-out tasks; "
-                    "lower eval.tasks_per_domain or widen eval.difficulties"
+                    "lower eval.tasks_per_domain, widen eval.difficulties, or (a dataset "
+                    "domain) raise its heldout_fraction"
                 )
             seen.add(prompt_key(task))
             tasks.append(task)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +36,18 @@ def test_heldout_tasks_name_a_difficulty_without_enough_prompts() -> None:
     # difficulty 1 of addition has 100 distinct prompts
     with pytest.raises(ValueError, match=r"arith/addition-v1 .* difficulty 1"):
         heldout_tasks(DOMAINS[:1], 101, seed_offset=10**9, difficulties=[1])
+
+
+def test_a_dataset_short_of_heldout_prompts_is_told_to_raise_its_fraction(tmp_path: Path) -> None:
+    from posttrain.domains.dataset import DatasetDomain
+
+    rows = "".join(json.dumps({"prompt": f"say w{i % 10}", "answer": f"w{i % 10}"}) + "\n"
+                   for i in range(30))  # fmt: skip
+    (tmp_path / "d.jsonl").write_text(rows)
+    domain = DatasetDomain("mine/d-v1", tmp_path / "d.jsonl", verifier="exact",
+                           heldout_fraction=0.2, heldout_seed_offset=10**9)  # fmt: skip
+    with pytest.raises(ValueError, match="raise its heldout_fraction"):
+        heldout_tasks([domain], len(domain.heldout_rows) + 1, seed_offset=10**9)
 
 
 def test_training_stream_never_yields_a_heldout_prompt() -> None:
