@@ -10,8 +10,21 @@ episode loop fills); it becomes one `POST /chat/completions` with `n`,
 to `concurrency` requests at a time. Construction checks the server
 (`GET /models`) and picks the model: the one named, or the server's only one.
 Failures raise `EndpointError` with a one-line message, a reply that is not a
-chat completion included. Connection errors, timeouts, 429 and 5xx are retried
-with exponential backoff and jitter (`max_retries` times); other 4xx never are.
+chat completion included. Connection errors, 429 and 5xx are retried with
+exponential backoff and jitter (`max_retries` times); other 4xx never are.
+
+`timeout_s` is a total deadline per call to the server (one request's chat
+completion, or the `/models` check): its attempts and the backoff waits between
+them together, from the first attempt on (waiting for one of the `concurrency`
+slots does not count). A server that answers slowly — trickling headers or body a
+byte at a time, or a reply that never ends — is cut off at the deadline with an
+`EndpointError` naming the URL and the limit. A retry is only made when its backoff
+ends before the deadline, so a timed-out attempt is never retried and a long
+`Retry-After` ends the call at once. Requests run on one event loop in a thread of
+the engine's own (httpx's per-read timeouts cannot bound a whole reply; cancelling a
+coroutine can), so a `transport` given for tests is an async one (`httpx.MockTransport`
+is both); when one request of a `generate` batch fails, the others are cancelled.
+
 The API key is read from the environment variable `api_key_env` (no header when
 it is unset).
 
@@ -33,18 +46,20 @@ messages are sent as `{"role": "tool", "content", "name"}` without a
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import httpx
 import torch
 
 from posttrain.engines.base import Completion, GenerationRequest
 from posttrain.types import FinishReason
+
+T = TypeVar("T")
 
 
 class EndpointError(RuntimeError):
@@ -90,12 +105,14 @@ class OpenAIEngine:
         backoff_s: float = 0.5,
         max_backoff_s: float = 10.0,
         logprobs: bool = True,
-        transport: httpx.BaseTransport | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"OpenAIEngine.concurrency must be >= 1, got {concurrency}")
         if max_retries < 0:
             raise ValueError(f"OpenAIEngine.max_retries must be >= 0, got {max_retries}")
+        if not timeout_s > 0:
+            raise ValueError(f"OpenAIEngine.timeout_s must be > 0, got {timeout_s}")
         self.base_url = base_url.rstrip("/")
         self.tokenizer = tokenizer
         self.api_key_env = api_key_env
@@ -108,13 +125,20 @@ class OpenAIEngine:
         self._has_key = key is not None
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-        self._client = httpx.Client(
+        # httpx's timeout is per network operation; the deadline in _send bounds the call
+        self._client = httpx.AsyncClient(
             headers=headers, timeout=timeout_s, limits=limits, transport=transport
         )
-        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai")
+        self._slots = asyncio.Semaphore(concurrency)
         self._jitter = random.Random()
-        self._jitter_lock = threading.Lock()
-        self.model = self.check(model)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="openai", daemon=True)
+        self._thread.start()
+        try:
+            self.model = self.check(model)
+        except BaseException:
+            self.close()
+            raise
 
     # ---- the Engine protocol ---------------------------------------------------------
 
@@ -125,7 +149,7 @@ class OpenAIEngine:
                     f"request {i} has no messages: OpenAIEngine sends the conversation, "
                     "not token ids (the episode loop fills GenerationRequest.messages)"
                 )
-        return list(self._pool.map(self._complete, requests))
+        return self._run(self._complete_all(requests))
 
     def update_weights(self, state_dict: dict[str, torch.Tensor]) -> None:
         raise RemoteWeightsError(
@@ -139,7 +163,7 @@ class OpenAIEngine:
         """The model to use: `model` if the server serves it, else the server's only
         model. Raises EndpointError when the server is unreachable, refuses the key,
         or does not serve `model`."""
-        response = self._send("GET", "/models")
+        response = self._run(self._send("GET", "/models"))
         try:
             served = [str(m["id"]) for m in response.json()["data"]]
         except (ValueError, KeyError, TypeError):
@@ -162,8 +186,13 @@ class OpenAIEngine:
         return model
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
-        self._client.close()
+        """Closes the connections and stops the engine's event loop; idempotent."""
+        if self._loop.is_closed():
+            return
+        self._run(self._client.aclose())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
 
     def __enter__(self) -> OpenAIEngine:
         return self
@@ -171,7 +200,19 @@ class OpenAIEngine:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _complete(self, request: GenerationRequest) -> list[Completion]:
+    def _run(self, work: Coroutine[Any, Any, T]) -> T:
+        """Runs `work` on the engine's event loop and waits for its result."""
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
+
+    async def _complete_all(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+        tasks = [asyncio.ensure_future(self._complete(r)) for r in requests]
+        try:
+            return list(await asyncio.gather(*tasks))
+        finally:
+            for task in tasks:  # one failed: the others' answers would be thrown away
+                task.cancel()
+
+    async def _complete(self, request: GenerationRequest) -> list[Completion]:
         p = request.params
         assert request.messages is not None
         messages = []
@@ -192,7 +233,8 @@ class OpenAIEngine:
             body["stop"] = list(p.stop)
         if self.logprobs:
             body["logprobs"] = True
-        response = self._send("POST", "/chat/completions", body)
+        async with self._slots:
+            response = await self._send("POST", "/chat/completions", body)
         try:
             data = response.json()
             choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
@@ -219,32 +261,48 @@ class OpenAIEngine:
             extra["completion_tokens"] = usage["completion_tokens"] / n
         return Completion(token_ids, logprobs, text, reason, extra)
 
-    def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
-        """One HTTP call with retries on connection errors, timeouts, 429 and 5xx."""
+    async def _send(
+        self, method: str, path: str, body: dict[str, Any] | None = None
+    ) -> httpx.Response:
+        """One HTTP call, whole replies read, all within `timeout_s` (attempts and backoff
+        together), retried on connection errors, 429 and 5xx while time is left."""
         url = self.base_url + path
+        loop = asyncio.get_running_loop()
         problem = ""
+        attempts = 0
         retry_after: float | None = None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                self._sleep_before(attempt, retry_after)
-            retry_after = None
-            try:
-                response = self._client.request(method, url, json=body)
-            except httpx.TimeoutException:
-                problem = f"cannot reach {self.base_url}: timed out after {self.timeout_s:g} s"
-                continue
-            except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-                problem = f"cannot reach {self.base_url}: {_reason(exc)}"
-                continue
-            if response.status_code == 429 or response.status_code >= 500:
-                problem = f"{method} {url} failed: {_describe(response)}"
-                retry_after = _retry_after(response)
-                continue
-            if response.is_success:
-                return response
-            raise EndpointError(self._refusal(method, url, response))
-        tries = self.max_retries + 1
-        raise EndpointError(f"{problem} ({tries} attempt{'s' if tries > 1 else ''})")
+        try:
+            async with asyncio.timeout(self.timeout_s) as deadline:
+                for attempt in range(self.max_retries + 1):
+                    if attempt:
+                        delay = self._backoff(attempt, retry_after)
+                        if loop.time() + delay >= (deadline.when() or 0.0):
+                            raise EndpointError(
+                                f"{problem} ({_attempts(attempts)}; no time left for another "
+                                f"within timeout_s={self.timeout_s:g} s)"
+                            )
+                        await asyncio.sleep(delay)
+                    retry_after = None
+                    attempts += 1
+                    try:
+                        response = await self._client.request(method, url, json=body)
+                    except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                        problem = f"cannot reach {self.base_url}: {_reason(exc)}"
+                        continue
+                    if response.status_code == 429 or response.status_code >= 500:
+                        problem = f"{method} {url} failed: {_describe(response)}"
+                        retry_after = _retry_after(response)
+                        continue
+                    if response.is_success:
+                        return response
+                    raise EndpointError(self._refusal(method, url, response))
+        except (TimeoutError, httpx.TimeoutException):
+            before = f"; before: {problem}" if problem else ""
+            raise EndpointError(
+                f"{method} {url} got no complete answer within timeout_s={self.timeout_s:g} s "
+                f"({_attempts(attempts)}{before})"
+            ) from None
+        raise EndpointError(f"{problem} ({_attempts(attempts)})")
 
     def _refusal(self, method: str, url: str, response: httpx.Response) -> str:
         if response.status_code == 401:
@@ -253,21 +311,28 @@ class OpenAIEngine:
             return f"the server at {self.base_url} wants an API key: set ${self.api_key_env}"
         return f"{method} {url} was refused: {_describe(response)}"
 
-    def _sleep_before(self, attempt: int, retry_after: float | None) -> None:
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before `attempt` (1 = the first retry)."""
         delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
-        with self._jitter_lock:
-            delay *= 0.5 + self._jitter.random()  # spread retries of concurrent requests
+        delay *= 0.5 + self._jitter.random()  # spread retries of concurrent requests
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.max_backoff_s))
-        if delay > 0:
-            time.sleep(delay)
+        return delay
+
+
+def _attempts(n: int) -> str:
+    return f"{n} attempt{'s' if n != 1 else ''}"
 
 
 def _reason(exc: Exception) -> str:
-    text = str(exc)
-    if "refused" in text.lower():
-        return "connection refused"
-    return text or type(exc).__name__
+    cause: BaseException | None = exc
+    seen: set[int] = set()
+    while cause is not None and id(cause) not in seen:  # anyio says "All connection attempts
+        if isinstance(cause, ConnectionRefusedError) or "refused" in str(cause).lower():
+            return "connection refused"  # failed" and chains the refusal as a cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return str(exc) or type(exc).__name__
 
 
 def _describe(response: httpx.Response) -> str:

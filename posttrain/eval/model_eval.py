@@ -58,7 +58,7 @@ class EvalSpec:
     max_tokens: int | None = None
     difficulties: list[int] | None = None
     api_key_env: str = "OPENAI_API_KEY"
-    timeout_s: float = 60.0
+    timeout_s: float = 60.0  # per request to an openai: server, all its retries included
 
 
 def select_domains(selectors: list[str]) -> list[Domain]:

@@ -4,10 +4,14 @@ only where a retry can help."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import socket
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +94,7 @@ def reply(text: str = "42", finish: str = "stop", n: int = 1) -> dict[str, Any]:
     return {"choices": choices, "usage": {"prompt_tokens": 5, "completion_tokens": 3 * n}}
 
 
-Handler = Callable[[httpx.Request], httpx.Response]
+Handler = Callable[[httpx.Request], httpx.Response | Awaitable[httpx.Response]]
 
 
 def fake(on_chat: Handler, models: dict[str, Any] = MODELS) -> tuple[Handler, list[httpx.Request]]:
@@ -251,3 +255,119 @@ def test_a_malformed_chat_completion_raises_an_endpoint_error(answer: httpx.Resp
     with pytest.raises(EndpointError, match=r"/chat/completions answered with a malformed chat"):
         ask(engine_for(handler, max_retries=3))
     assert len(seen) == 1  # the server answered: retrying would not change its answer
+
+
+# ---- timeout_s is a deadline for the whole call ---------------------------------------
+
+
+class Trickler(BaseHTTPRequestHandler):
+    """Answers /models at once and a chat one byte every 50 ms (the body only, or the
+    status line and headers too): per-read timeouts never fire, the reply takes ~10 s."""
+
+    server: TricklingServer
+
+    def do_GET(self) -> None:
+        self.answer(json.dumps(MODELS).encode(), trickle=False)
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        self.answer(json.dumps(reply()).encode(), trickle=True)
+
+    def answer(self, body: bytes, trickle: bool) -> None:
+        head = (
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        if not trickle:
+            self.wfile.write(head + body)
+            return
+        if not self.server.trickle_headers:
+            self.wfile.write(head)
+            head = b""
+        try:
+            for byte in head + body:
+                if self.server.stopping.wait(0.05):
+                    return
+                self.wfile.write(bytes([byte]))
+        except OSError:  # the client hung up
+            return
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+class TricklingServer(ThreadingHTTPServer):
+    trickle_headers = False
+    stopping = threading.Event()
+
+
+@contextlib.contextmanager
+def trickling_server(trickle_headers: bool) -> Iterator[str]:
+    """A loopback server on 127.0.0.1 (a free port) that trickles its chat replies; its URL."""
+    server = TricklingServer(("127.0.0.1", 0), Trickler)
+    server.trickle_headers = trickle_headers
+    server.stopping = threading.Event()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.stopping.set()
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize("trickle_headers", [False, True], ids=["body", "headers"])
+def test_a_trickling_server_is_cut_off_at_timeout_s(trickle_headers: bool) -> None:
+    from posttrain.models.tiny import build_tokenizer
+
+    with (
+        trickling_server(trickle_headers) as url,
+        OpenAIEngine(url, tokenizer=build_tokenizer(), timeout_s=0.4, backoff_s=0.0) as engine,
+    ):
+        start = time.monotonic()
+        with pytest.raises(
+            EndpointError,
+            match=f"POST {url}/chat/completions got no complete answer within timeout_s=0.4 s",
+        ):
+            ask(engine)
+        assert 0.35 < time.monotonic() - start < 1.0
+
+
+def test_retries_share_the_deadline() -> None:
+    async def slow_503(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(0.2)
+        return httpx.Response(503)
+
+    handler, seen = fake(slow_503)
+    start = time.monotonic()
+    with pytest.raises(EndpointError, match=r"within timeout_s=0.5 s \(3 attempts; before: .*503"):
+        ask(engine_for(handler, max_retries=5, timeout_s=0.5))
+    assert time.monotonic() - start < 1.0 and len(seen) == 3
+
+
+def test_a_retry_that_would_start_past_the_deadline_is_not_waited_for() -> None:
+    handler, seen = fake(lambda r: httpx.Response(503, headers={"retry-after": "5"}))
+    start = time.monotonic()
+    with pytest.raises(EndpointError, match=r"HTTP 503.*\(1 attempt; no time left .*=0.5 s\)"):
+        ask(engine_for(handler, max_retries=3, timeout_s=0.5))
+    assert time.monotonic() - start < 0.5 and len(seen) == 1
+
+
+def test_waiting_for_a_concurrency_slot_does_not_count_against_the_deadline() -> None:
+    async def slow(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(0.2)
+        return httpx.Response(200, json=reply())
+
+    handler, _ = fake(slow)
+    engine = engine_for(handler, concurrency=1, timeout_s=0.3)
+    request = GenerationRequest([1], SamplingParams(), messages=[Message("user", "hi")])
+    answers = engine.generate([request] * 3)  # 0.6 s in all, each 0.2 s once sent
+    assert [a[0].text for a in answers] == ["42"] * 3
+
+
+def test_a_non_positive_timeout_is_refused() -> None:
+    handler, _ = fake(lambda r: httpx.Response(200, json=reply()))
+    with pytest.raises(ValueError, match="timeout_s must be > 0, got 0"):
+        engine_for(handler, timeout_s=0)
