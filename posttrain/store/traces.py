@@ -43,7 +43,10 @@ Not guaranteed: a rollout recorded again under the same id with different
 content keeps its *first* content, silently. WAL needs a local file system (not
 NFS). Reading `TraceRow.error` still makes SQLite parse each matching row's JSON, in
 C: measured on 100k rollouts of 6 KB, `query()` took 2.4 s against 0.5 s for the
-columns alone and 31 s for `json.loads` of every row in Python.
+columns alone and 31 s for `json.loads` of every row in Python. A rollout whose JSON
+holds NaN or Infinity (Python writes them, in verdict components, timings or logprobs)
+is one SQLite before 3.42 calls malformed: a query meeting one runs again checking each
+row with `json_valid`, and reads such rows' errors in Python.
 """
 
 from __future__ import annotations
@@ -89,6 +92,14 @@ _ERROR = "COALESCE(json_extract(json, '$.error'), json_extract(json, '$.verdict.
 # As a BLOB: SQLite turns an escaped lone surrogate into bytes that are not UTF-8.
 _ROW_COLUMNS = (
     f"id, task_id, domain, stage, policy_version, reward, passed, CAST({_ERROR} AS BLOB), created"
+)
+# The same, for a store holding JSON that SQLite's JSON functions refuse (Python writes
+# NaN and Infinity; SQLite before 3.42 calls them malformed): such rows give their JSON
+# in a last column instead, and Python reads their error out of it.
+_SAFE_ROW_COLUMNS = (
+    "id, task_id, domain, stage, policy_version, reward, passed,"
+    f" CASE WHEN json_valid(json) THEN CAST({_ERROR} AS BLOB) END, created,"
+    " CASE WHEN json_valid(json) THEN NULL ELSE json END"
 )
 MIN_PREFIX = 6  # the shortest id prefix `get` accepts
 NOT_STORED = "trace not stored"  # how a placeholder's `error` starts
@@ -237,15 +248,21 @@ class TraceStore:
         """
         where, args = _where(domain, stage, failed)
         _check_limit(limit)
-        sql = f"SELECT {_ROW_COLUMNS} FROM rollouts{where} ORDER BY rowid"
+        tail = f"FROM rollouts{where} ORDER BY rowid"
         if limit is not None:
-            sql, args = sql + " LIMIT ?", [*args, limit]
+            tail, args = tail + " LIMIT ?", [*args, limit]
         with self._lock:
-            rows = self._conn.execute(sql, args).fetchall()
+            try:
+                rows = self._conn.execute(f"SELECT {_ROW_COLUMNS} {tail}", args).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "malformed JSON" not in str(exc):
+                    raise
+                rows = self._conn.execute(f"SELECT {_SAFE_ROW_COLUMNS} {tail}", args).fetchall()
         return [
-            TraceRow(r[0], r[1], r[2], r[3], int(r[4]), float(r[5]), bool(r[6]), _text(r[7]), r[8])
+            TraceRow(r[0], r[1], r[2], r[3], int(r[4]), float(r[5]), bool(r[6]),
+                     _text(r[7]) if len(r) < 10 or r[9] is None else _error_of(r[9]), r[8])
             for r in rows
-        ]
+        ]  # fmt: skip
 
     def select(
         self,
@@ -363,6 +380,16 @@ def _where(domain: str | None, stage: str | None, failed: bool | None) -> tuple[
         clauses.append("passed = ?")
         args.append(0 if failed else 1)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
+
+
+def _error_of(text: str) -> str | None:
+    """The episode's error, else the verifier's, read by Python from a rollout's JSON."""
+    try:
+        data = json.loads(text)
+        error = data.get("error")
+        return error if error is not None else data["verdict"].get("error")  # type: ignore[no-any-return]
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # not written by this store
+        return f"unreadable rollout JSON: {exc!r}"
 
 
 def _text(value: bytes | None) -> str | None:

@@ -127,3 +127,15 @@ def test_reading_rejects_a_batch_size_that_is_not_positive(
         store.iter_rollouts(batch_size=batch_size)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="batch_size"):
         store.select(batch_size=batch_size)  # type: ignore[arg-type]
+
+
+def test_query_reads_rows_whose_json_holds_nan_or_infinity(store: TraceStore) -> None:
+    # Python writes NaN / Infinity, which SQLite's JSON functions (before 3.42) call
+    # malformed: one such rollout made every query() of the store raise.
+    odd = play(ARITH, [answer(0, 1)], rollout_id="a-nan-0007", error="engine: nan logits")
+    odd.verdict.components["score"] = float("nan")
+    odd.timings["episode_s"] = float("inf")
+    store.record([odd], stage="grpo")
+    errors = {r.id: r.error for r in store.query(domain="arith")}
+    assert errors["a-nan-0007"] == "engine: nan logits"
+    assert errors["a-err-0003"] == "ValueError: boom" and errors["a-pass-0001"] is None
