@@ -10,6 +10,7 @@ Pages, all server-rendered, self-contained (no script, no external asset, works 
     /rollout/ID        one rollout: prompt, every turn (text, tool calls, observations,
                        scripted user turns, finish reason), verdict, components, timings
     /api/rollouts      the list as JSON, same filters; /api/rollouts/ID one rollout as JSON
+                       (strict JSON: a NaN or an infinity in a rollout is given as null)
 
 Link convention (the run report links here): every filter is a plain GET parameter, so
 `http://127.0.0.1:8001/?domain=arith/addition-v1&passed=0` lists that domain's failures.
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import asdict
@@ -73,7 +75,21 @@ PAGE_SIZE = 100
 
 class _JSONResponse(JSONResponse):  # ASCII-escaped when it holds a lone surrogate
     def render(self, content: Any) -> bytes:
-        return json_text(content, allow_nan=False, separators=(",", ":")).encode()
+        try:
+            return json_text(content, allow_nan=False, separators=(",", ":")).encode()
+        except ValueError:  # a NaN or an infinity (a component, a logprob): strict JSON has none
+            return json_text(_finite(content), allow_nan=False, separators=(",", ":")).encode()
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every NaN and infinity written as None (JSON null)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def create_viewer(run_dir: str | Path, page_size: int = PAGE_SIZE) -> FastAPI:

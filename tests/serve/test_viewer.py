@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from pathlib import Path
@@ -250,6 +251,20 @@ def test_api_returns_one_rollout_that_round_trips(client: TestClient) -> None:
     data = client.get("/api/rollouts/agent-bad").json()
     assert data["stage"] == "grpo"
     assert Rollout.from_dict(data["rollout"]).turns[0].tool_calls[0].name == "transfer"
+
+
+def test_api_gives_a_nan_or_infinity_in_a_rollout_as_null(run: RunDir) -> None:
+    # Strict JSON has no NaN: such a rollout's JSON page was a 500, not the rollout.
+    odd = rollout("add-nan", ADD, False, "scorer gave nan", 3)
+    odd.verdict.components["exact"] = float("nan")
+    odd.logprobs[0] = float("-inf")
+    with TraceStore(run.traces_path) as traces:
+        traces.record([odd], stage="grpo")
+    response = TestClient(create_viewer(run.path)).get("/api/rollouts/add-nan")
+    assert response.status_code == 200, response.text
+    data = json.loads(response.text, parse_constant=lambda name: pytest.fail(name))
+    assert data["rollout"]["verdict"]["components"] == {"exact": None, "format": 1.0}
+    assert data["rollout"]["logprobs"] == [None, -0.2]
 
 
 def test_viewer_leaves_the_store_file_unchanged(run: RunDir) -> None:
