@@ -129,7 +129,8 @@ def create_viewer(run_dir: str | Path, page_size: int = PAGE_SIZE) -> FastAPI:
         listing = reader.listing(filt, page, page_size)
         return HTMLResponse(_list_page(run.name, filt, listing))
 
-    @app.get("/rollout/{rollout_id}", response_class=HTMLResponse)
+    # `:path`: a slash in an id is linked as %2F, which is decoded before routing.
+    @app.get("/rollout/{rollout_id:path}", response_class=HTMLResponse)
     def detail(rollout_id: str, request: Request) -> Response:
         filt, _ = parse(request)
         found = reader.rollout(rollout_id)
@@ -144,7 +145,7 @@ def create_viewer(run_dir: str | Path, page_size: int = PAGE_SIZE) -> FastAPI:
         listing = reader.listing(filt, page, page_size)
         return _JSONResponse(asdict(listing))
 
-    @app.get("/api/rollouts/{rollout_id}")
+    @app.get("/api/rollouts/{rollout_id:path}")
     def api_one(rollout_id: str) -> Response:
         found = reader.rollout(rollout_id)
         if found is None:

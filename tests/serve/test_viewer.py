@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import sqlite3
@@ -227,6 +228,19 @@ def test_detail_links_back_with_the_filters_kept(client: TestClient) -> None:
 def test_list_links_to_detail_with_the_filters_kept(client: TestClient) -> None:
     text = client.get("/?passed=0").text
     assert 'href="/rollout/add-bad?passed=0"' in text
+
+
+def test_a_rollout_whose_id_holds_a_slash_opens_from_its_link(run: RunDir) -> None:
+    # The link quotes "/" as %2F, which the server decodes before routing: a 404.
+    with TraceStore(run.traces_path) as traces:
+        traces.record([rollout("import/run-1?#x", ADD, True, "ok", 0)], stage="sft")
+    client = TestClient(create_viewer(run.path))
+    link = re.search(r'href="(/rollout/import[^"]*)"', client.get("/").text)
+    assert link is not None and link.group(1) == "/rollout/import%2Frun-1%3F%23x"
+    page = client.get(html.unescape(link.group(1)))
+    assert page.status_code == 200 and "import/run-1?#x</code>" in page.text
+    one = client.get("/api/rollouts/import%2Frun-1%3F%23x")
+    assert one.status_code == 200 and one.json()["rollout"]["id"] == "import/run-1?#x"
 
 
 def test_model_text_is_escaped(client: TestClient) -> None:
