@@ -25,7 +25,8 @@ episodes (a tool domain's 60 tokens among additions' 5) is not a jump.
 A line of `alerts.jsonl`: `{"time", "stage", "step", "kind", "metric", "value",
 "threshold", "message"}`. An alert fires when its condition starts and again only
 after the condition has cleared, so a collapsed run warns once, not every step.
-The jump rules wait for `window` steps of history.
+The jump rules wait for `window` steps of history and pass over a NaN or infinite
+figure; the other rules fire on one (its line's `value` is then null).
 
 Not guaranteed: thresholds are heuristics, not proofs — a legitimately fast learner
 can trip `reward_jump`, and a family's reward moves with the difficulties a step
@@ -103,27 +104,26 @@ class AlertMonitor:
             fired.append(Alert(time.time(), stage, int(step), kind, metric, value, threshold,
                                f"{stage} step {step}: {message}"))  # fmt: skip
 
-        def have(metric: str) -> bool:
-            v = values.get(metric)
-            return v is not None and math.isfinite(float(v))
-
-        if have("entropy"):
+        # A threshold metric that is NaN or infinite is bad too: NaN weights give a NaN
+        # entropy and mismatch, the very breakage these rules are for.
+        if values.get("entropy") is not None:
             e = float(values["entropy"])
-            check("entropy_collapse", "entropy", e < t.entropy_min, t.entropy_min,
-                  f"entropy collapsed to {e:.4g} nats/token (threshold {t.entropy_min})")  # fmt: skip
+            check("entropy_collapse", "entropy", not e >= t.entropy_min, t.entropy_min,
+                  f"entropy collapsed to {e:.4g} nats/token (threshold {t.entropy_min})"
+                  + _not_finite(e))  # fmt: skip
         for kind, metric, threshold, what in (
             ("verifier_errors", "verifier_error_rate", t.verifier_error_rate, "verifier errors"),
             ("sandbox_errors", "sandbox_error_rate", t.sandbox_error_rate, "sandbox/session errors"),
             ("logprob_mismatch", "logprob_mismatch", t.logprob_mismatch, "train/rollout logprob mismatch"),
         ):  # fmt: skip
-            if have(metric):
+            if values.get(metric) is not None:
                 v = float(values[metric])
                 check(
                     kind,
                     metric,
-                    v > threshold,
+                    not v <= threshold,
                     threshold,
-                    f"{what} at {v:.4g} (threshold {threshold})",
+                    f"{what} at {v:.4g} (threshold {threshold})" + _not_finite(v),
                 )
         families = sorted(
             {
@@ -173,13 +173,20 @@ class AlertMonitor:
         past.append(v)
 
     def _write(self, alert: Alert) -> None:
-        line = json.dumps(asdict(alert), allow_nan=False)
+        row = asdict(alert)
+        if not math.isfinite(alert.value):
+            row["value"] = None  # strict JSON has no NaN
+        line = json.dumps(row, allow_nan=False)
         # A `kill -9` mid-write can leave a torn last line; appending onto it would
         # fuse this alert with the fragment into one unreadable line.
         with open_for_append(self.path) as f:
             f.write(line + "\n")
         if self.warn is not None:
             self.warn(alert.message)
+
+
+def _not_finite(value: float) -> str:
+    return "" if math.isfinite(value) else ": the figure is not finite (NaN weights or logprobs?)"
 
 
 def read_alerts(path: Path) -> list[dict[str, Any]]:

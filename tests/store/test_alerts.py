@@ -77,10 +77,34 @@ def test_on_a_mixture_each_family_is_compared_with_its_own_past(tmp_path: Path) 
     assert "family arith: completion length jumped to 12 tokens" in fired[0].message
 
 
-def test_missing_and_non_finite_metrics_are_not_checked(tmp_path: Path) -> None:
+def test_missing_metrics_and_non_finite_jump_metrics_are_not_checked(tmp_path: Path) -> None:
     monitor = _monitor(tmp_path, [])
-    assert monitor.observe("grpo", 1, {"entropy": float("nan"), "reward": float("inf")}) == []
+    for step in range(1, 5):
+        monitor.observe("grpo", step, {"reward": 0.3, "completion_tokens": 10.0})
+    nan, inf = float("nan"), float("inf")
+    assert monitor.observe("grpo", 5, {"reward": inf, "completion_tokens": nan}) == []
     assert not (tmp_path / "alerts.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "change"),
+    [
+        ("entropy_collapse", {"entropy": float("nan")}),
+        ("logprob_mismatch", {"logprob_mismatch": float("nan")}),
+        ("logprob_mismatch", {"logprob_mismatch": float("inf")}),
+        ("verifier_errors", {"verifier_error_rate": float("nan")}),
+    ],
+)
+def test_a_threshold_metric_that_is_not_finite_fires_with_a_null_value(
+    tmp_path: Path, kind: str, change: dict
+) -> None:
+    # NaN weights give a NaN entropy and mismatch: the run is broken, and no alert fired.
+    warned: list[str] = []
+    fired = _monitor(tmp_path, warned).observe("grpo", 1, {**CALM, **change})
+    assert [a.kind for a in fired] == [kind]
+    assert "not finite" in warned[0]
+    line = (tmp_path / "alerts.jsonl").read_text().splitlines()[0]
+    assert json.loads(line, parse_constant=lambda name: pytest.fail(name))["value"] is None
 
 
 def test_alert_lines_are_strict_json(tmp_path: Path) -> None:
