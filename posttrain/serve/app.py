@@ -14,7 +14,8 @@ template over `messages`, rendered and encoded exactly as the episode loop does
 the model run directly. One engine serves every client: calls are serialized by a
 lock and run in a worker thread, so the event loop keeps answering. Errors use
 OpenAI's JSON shape (`{"error": {"message", "type", "param", "code"}}`): 400 for a
-bad body, 401 for a missing or wrong API key, 404 for a model not served.
+bad body (a lone surrogate in a text or stop string too), 401 for a missing or wrong
+API key, 404 for a model not served.
 
 `stream: true` sends text as it is sampled (`posttrain.serve.streaming`): the
 engine runs on a worker thread that holds the lock for the whole generation, and
@@ -56,7 +57,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from posttrain.engines.base import Completion, Engine, GenerationRequest, SamplingParams
 from posttrain.rollout.episode import encode, render
 from posttrain.serve.streaming import Choice, LiveGeneration, end_token_ids, sse_events
-from posttrain.types import Message
+from posttrain.types import Message, utf8_encodable
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -205,6 +206,7 @@ def create_app(
     async def chat_completions(body: ChatRequest) -> JSONResponse | StreamingResponse:
         check_model(body.model)
         messages = [m.to_message() for m in body.messages]
+        _check_utf8(messages, body.stop)
         prompt = encode(tokenizer, render(tokenizer, messages, add_generation_prompt=True))
         params = _sampling_params(body, len(prompt), max_context, default_max_tokens)
 
@@ -279,6 +281,19 @@ class AbandoningStream(StreamingResponse):
             await super().__call__(scope, receive, send)
         finally:
             self.live.abandon()
+
+
+def _check_utf8(messages: list[Message], stop: str | list[str] | None) -> None:
+    """400 for a lone surrogate (JSON can escape one, `"\\ud800"`; UTF-8 cannot encode it,
+    so neither the tokenizer nor the engine's stop strings can take it)."""
+    texts = [(f"messages.{i}.content", m.content) for i, m in enumerate(messages)]
+    texts += [(f"messages.{i}.name", m.name or "") for i, m in enumerate(messages)]
+    texts += [("stop", s) for s in ([stop] if isinstance(stop, str) else stop or [])]
+    for param, text in texts:
+        if not utf8_encodable(text):
+            raise ApiError(
+                400, f"{param} holds a lone surrogate, which UTF-8 cannot encode", param=param
+            )
 
 
 def _generation_failed(exc: BaseException) -> ApiError:

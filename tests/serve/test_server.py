@@ -163,6 +163,28 @@ def test_a_bad_body_is_a_400_naming_the_field(server: RunningServer) -> None:
     assert "messages.0.role" in response.json()["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    ("field", "body"),
+    [
+        ("messages.0.content", '"messages": [{"role": "user", "content": "a\\ud800"}]'),
+        ("messages.1.content", '"messages": [{"role": "system", "content": "x"},'
+                               ' {"role": "user", "content": [{"type": "text", "text": "\\udc00"}]}]'),
+        ("stop", '"messages": [{"role": "user", "content": "hi"}], "stop": ["\\ud800"]'),
+    ],
+)  # fmt: skip
+def test_a_lone_surrogate_is_a_400_naming_the_field(
+    server: RunningServer, field: str, body: str
+) -> None:
+    # JSON may escape a lone surrogate; UTF-8 cannot encode it: the prompt's tokenizer
+    # raised (an unhandled 500) and a stop string failed the generation (a 500).
+    raw = '{"model": "tiny", "max_tokens": 3, ' + body + "}"
+    response = httpx.post(f"{server.base_url}/chat/completions", content=raw, timeout=30,
+                          headers={"content-type": "application/json"})  # fmt: skip
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["param"] == field and "lone surrogate" in error["message"]
+
+
 def test_null_n_stream_and_logprobs_mean_unset(server: RunningServer) -> None:
     """OpenAI's API takes null for every optional field; some clients send it."""
     body = {"model": "tiny", "messages": USER, "max_tokens": 3, "temperature": 0}
