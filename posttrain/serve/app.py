@@ -40,6 +40,7 @@ decoded alone, which for a byte-level tokenizer may be a replacement character.
 
 from __future__ import annotations
 
+import hmac
 import threading
 import time
 import uuid
@@ -176,8 +177,8 @@ def create_app(
     def check_key(request: Request) -> None:
         if api_key is None:
             return
-        given = request.headers.get("authorization", "")
-        if given != f"Bearer {api_key}":
+        given = request.headers.get("authorization", "").encode()
+        if not hmac.compare_digest(given, f"Bearer {api_key}".encode()):  # constant time
             raise ApiError(
                 401,
                 "missing or incorrect API key: send it as 'Authorization: Bearer KEY'",

@@ -149,6 +149,9 @@ def test_a_wrong_api_key_is_refused_and_the_right_one_accepted(policy: Any) -> N
             wrong.models.list()
         right = openai.OpenAI(base_url=running.base_url, api_key="sekret", max_retries=0)
         assert [m.id for m in right.models.list()] == ["tiny"]
+        # a key outside ASCII (headers arrive as latin-1) is refused, not a 500
+        odd = httpx.get(running.base_url + "/models", headers={"Authorization": b"Bearer s\xe9"})
+        assert odd.status_code == 401 and "API key" in odd.text
 
 
 def test_an_unknown_model_is_not_found_and_the_served_one_named(client: openai.OpenAI) -> None:
