@@ -7,6 +7,14 @@ staleness (`timings["staleness"]`: policy versions between the group's start and
 hand-out). A backend sets `_cond`, `_done`, `_inflight`, `_version` and `_closed`,
 and implements `submit`.
 
+Threads: any number of threads may `submit`, and `close` may come from any thread at
+any time (a `submit` or a waiting `collect`/`run` then raises RuntimeError). There is
+one consumer: `collect`, `collect_groups` and `run` hand out groups from one queue
+(and `run` waits for its own groups in it), so a second thread calling one of them
+while another waits in one would take groups the first is counting on; it gets a
+RuntimeError saying so instead. Consumers one after another, from any threads, are
+fine. posttrain's one consumer is the trainer's loop (`train/rollout_source.py`).
+
 Not guaranteed: `collect` hands groups out in the order they finish, not the order
 they were submitted.
 """
@@ -17,7 +25,8 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from posttrain.types import Rollout, Task
@@ -38,6 +47,7 @@ class GroupCollector(ABC):
     _inflight: int
     _version: int
     _closed: bool
+    _consumer: threading.Thread | None = None  # the thread in collect_groups or run
     closed_message = "the scheduler is closed"
 
     @abstractmethod
@@ -54,7 +64,7 @@ class GroupCollector(ABC):
     ) -> list[tuple[Task, list[Rollout]]]:
         """`collect`, each group with its task."""
         deadline = None if timeout is None else time.perf_counter() + timeout
-        with self._cond:
+        with self._consuming("collect"), self._cond:
             while len(self._done) < k:
                 self._check_open()
                 left = None if deadline is None else deadline - time.perf_counter()
@@ -67,13 +77,14 @@ class GroupCollector(ABC):
     def run(self, tasks: Sequence[Task], policy_version: int | None = None) -> list[list[Rollout]]:
         """Every task's `n` rollouts, in the order of `tasks` (a synchronous batch).
         Groups submitted earlier stay where they are, for `collect`."""
-        wanted = set(self.submit(tasks, policy_version))
-        with self._cond:
-            while len(mine := [g for g in self._done if g.index in wanted]) < len(wanted):
-                self._check_open()
-                self._cond.wait()
-            self._done = deque(g for g in self._done if g.index not in wanted)
-            return [self._stamp(g) for g in sorted(mine, key=lambda g: g.index)]
+        with self._consuming("run"):
+            wanted = set(self.submit(tasks, policy_version))
+            with self._cond:
+                while len(mine := [g for g in self._done if g.index in wanted]) < len(wanted):
+                    self._check_open()
+                    self._cond.wait()
+                self._done = deque(g for g in self._done if g.index not in wanted)
+                return [self._stamp(g) for g in sorted(mine, key=lambda g: g.index)]
 
     @property
     def inflight(self) -> int:
@@ -92,6 +103,24 @@ class GroupCollector(ABC):
         for r in rollouts:
             r.timings["staleness"] = float(self._version - group.policy_version)
         return rollouts
+
+    @contextmanager
+    def _consuming(self, call: str) -> Iterator[None]:
+        """Hold the consumer's place for `call`; RuntimeError if another thread has it."""
+        me = threading.current_thread()
+        with self._cond:
+            if self._consumer is not None:
+                raise RuntimeError(
+                    f"{type(self).__name__} is single-consumer: {call}() was called from "
+                    f"thread {me.name!r} while thread {self._consumer.name!r} is still "
+                    "in collect() or run(); collect from one thread at a time"
+                )
+            self._consumer = me
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._consumer = None
 
     def _check_open(self) -> None:
         if self._closed:

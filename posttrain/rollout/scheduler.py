@@ -70,9 +70,12 @@ from posttrain.rollout.episode import (
     record_turn,
     release_caches,
 )
+from posttrain.rollout.length_model import LengthModel
 from posttrain.rollout.stage_stats import StageStats
 from posttrain.tools import ToolPolicy
 from posttrain.types import Rollout, Task
+
+__all__ = ["LengthModel", "Scheduler", "SchedulerConfig"]
 
 
 @dataclass(frozen=True)
@@ -100,29 +103,6 @@ class SchedulerConfig:
             raise ValueError(f"SchedulerConfig.order must be longest_first or fifo, got {self.order!r}")  # fmt: skip
 
 
-class LengthModel:
-    """Predicted episode seconds per (domain, difficulty), from the episodes seen: the
-    running mean of the cell, else of the domain, else of everything (1 s with none)."""
-
-    def __init__(self) -> None:
-        self._sums: dict[tuple[str, int | None], tuple[float, int]] = {}
-        self._lock = threading.Lock()
-
-    def observe(self, domain: str, difficulty: int, seconds: float) -> None:
-        with self._lock:
-            for key in ((domain, difficulty), (domain, None), ("", None)):
-                total, n = self._sums.get(key, (0.0, 0))
-                self._sums[key] = (total + seconds, n + 1)
-
-    def predict(self, domain: str, difficulty: int) -> float:
-        with self._lock:
-            for key in ((domain, difficulty), (domain, None), ("", None)):
-                if key in self._sums:
-                    total, n = self._sums[key]
-                    return total / n
-        return 1.0
-
-
 @dataclass
 class _Group:
     index: int
@@ -147,7 +127,13 @@ class _Work:
 
 
 class Scheduler(GroupCollector):
-    """Concurrent episodes over bounded engine, environment and verifier pools."""
+    """Concurrent episodes over bounded engine, environment and verifier pools.
+
+    Threads (`GroupCollector`): `submit` from any number of threads; one consumer
+    (`collect`, `collect_groups`, `run`) at a time, a second concurrent one gets a
+    RuntimeError; `close` from any thread at any time. A `submit` that `close`
+    overtakes raises RuntimeError: a group still opening its sessions is not started
+    (they are closed), groups already queued are abandoned with the rest."""
 
     def __init__(
         self,
@@ -213,16 +199,28 @@ class Scheduler(GroupCollector):
                 raise
             group = _Group(index, task, group_eps, version, len(group_eps))
             group.rollouts = [None] * len(group_eps)
+            # The hand-off is atomic with respect to `close` (the condition's lock is
+            # reentrant): a group is either wholly queued before the pools stop, and
+            # `close` abandons it with the rest, or not queued at all.
             with self._cond:
-                self._running[index] = group
-            indices.append(index)
-            # Episodes that could not start (prompt too long, session not opened) go
-            # straight to recording; the others share the group's first turn.
-            for i, ep in enumerate(group_eps):
-                if ep.done:
-                    self._to_verify(group, i)
-            if not all(ep.done for ep in group_eps):
-                self._enqueue(group, None)
+                if not self._closed:
+                    self._running[index] = group
+                    # Episodes that could not start (prompt too long, session not opened)
+                    # go straight to recording; the others share the group's first turn.
+                    for i, ep in enumerate(group_eps):
+                        if ep.done:
+                            self._to_verify(group, i)
+                    if not all(ep.done for ep in group_eps):
+                        self._enqueue(group, None)
+                    indices.append(index)
+                    continue
+                self._inflight -= 1
+                self._cond.notify_all()
+            _close_sessions(group_eps)
+            raise RuntimeError(
+                f"{self.closed_message}: close() ran while submit was opening task "
+                f"{task.id}'s sessions; that group was not started (its sessions are closed)"
+            )
         return indices
 
     def update_weights(self, state_dict: Any, version: int) -> None:
@@ -260,13 +258,7 @@ class Scheduler(GroupCollector):
                 if rollout is None
             ]
             self._running.clear()
-        for ep in unfinished:  # a session may hold a sandbox
-            session, ep.session = ep.session, None
-            try:
-                if session is not None:
-                    session.close()
-            except Exception:  # best effort: the episode is abandoned either way
-                pass
+        _close_sessions(unfinished)
 
     def __enter__(self) -> Scheduler:
         return self
@@ -482,3 +474,14 @@ class Scheduler(GroupCollector):
             job()
 
         pool.submit(run)
+
+
+def _close_sessions(episodes: Sequence[EpisodeState]) -> None:
+    """Close the sessions of abandoned episodes (a session may hold a sandbox)."""
+    for ep in episodes:
+        session, ep.session = ep.session, None
+        try:
+            if session is not None:
+                session.close()
+        except Exception:  # best effort: the episode is abandoned either way
+            pass

@@ -434,3 +434,71 @@ def test_the_verify_stage_reports_the_depth_of_its_queue(tokenizer: Any) -> None
         metrics = sched.metrics()
     assert metrics["sched/verify/queue_depth"] == 0.0
     assert metrics["sched/verify/queue_depth_max"] >= 2.0
+
+
+class GatedOpenCalculator(UnstartableCalculator):
+    """`UnstartableCalculator` whose opens wait for `gate` (`entered` set on the first)."""
+
+    def __init__(self, fails: Any = lambda k: False) -> None:
+        super().__init__(fails)
+        self.gate, self.entered = threading.Event(), threading.Event()
+
+    def open(self, task: Task, sandbox: object | None = None) -> Any:
+        self.entered.set()
+        assert self.gate.wait(5.0)
+        return super().open(task, sandbox)
+
+
+# "one-failed": the group's second session does not open, so that episode goes straight
+# to the verify pool (before: "cannot schedule new futures after shutdown").
+@pytest.mark.parametrize("fails", [lambda k: False, lambda k: k == 1], ids=["opened", "one-failed"])
+def test_a_submit_that_close_overtakes_raises_and_leaves_no_session_open(
+    tokenizer: Any, fails: Any
+) -> None:
+    gated = GatedOpenCalculator(fails)
+    params = SamplingParams(max_tokens=256, temperature=0.0, n=2)
+    sched = Scheduler(SlowEngine(tokenizer), tokenizer, lambda _: gated, params)
+    raised: list[BaseException] = []
+
+    def submit() -> None:
+        try:
+            sched.submit([gated.generate(0, 3)])
+        except BaseException as exc:
+            raised.append(exc)
+
+    submitter = threading.Thread(target=submit)
+    submitter.start()
+    assert gated.entered.wait(2.0)  # submit holds a slot and is opening sessions
+    closer = threading.Thread(target=sched.close)
+    closer.start()
+    with sched._cond:
+        assert sched._cond.wait_for(lambda: sched._closed, timeout=2.0)
+    closer.join(2.0)  # close does not wait for the submit (it may finish first)
+    gated.gate.set()
+    submitter.join(5.0)
+    closer.join(5.0)
+    assert not submitter.is_alive() and not closer.is_alive()
+    assert len(raised) == 1 and isinstance(raised[0], RuntimeError)
+    assert "close() ran while submit was opening task" in str(raised[0])
+    assert gated.sessions and all(s.closed for s in gated.sessions)
+    assert sched._running == {} and sched._heap == [] and sched.inflight == 0
+
+
+def test_a_second_concurrent_consumer_is_refused_and_the_first_gets_its_groups(
+    tokenizer: Any,
+) -> None:
+    engine = GatedEngine(tokenizer)
+    with Scheduler(engine, tokenizer, lookup, PARAMS) as sched:
+        got: list[list[list[Rollout]]] = []
+        first = threading.Thread(target=lambda: got.append(sched.run([addition(0, 1)])))
+        first.start()
+        assert engine.busy.wait(2.0)  # `run` submitted its group and waits for it
+        # Before: this collect took run's group, and run waited for it forever.
+        with pytest.raises(RuntimeError, match="single-consumer.*collect"):
+            sched.collect(1, timeout=2.0)
+        engine.gate.set()
+        first.join(5.0)
+        assert not first.is_alive()
+        assert [[r.task_id for r in g] for g in got[0]] == [[addition(0, 1).id]]
+        sched.submit([addition(1, 1)])  # consumers one after another are fine
+        assert len(sched.collect(1, timeout=5.0)) == 1
