@@ -9,7 +9,7 @@ from posttrain.store.atomic import (
 )
 from posttrain.store.metrics import MetricsLogger, read_metrics
 from posttrain.store.run_dir import RunDir, RunDirError
-from posttrain.store.traces import TraceStore
+from posttrain.store.traces import TraceStore, degraded_metrics
 
 __all__ = [
     "COMPLETE_MARKER",
@@ -20,6 +20,7 @@ __all__ = [
     "atomic_directory",
     "atomic_write_bytes",
     "atomic_write_text",
+    "degraded_metrics",
     "is_complete",
     "read_metrics",
 ]

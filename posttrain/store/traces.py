@@ -23,7 +23,8 @@ be serialized at all (nested too deep, a value JSON has no form for) is stored a
 placeholder with its id, task, policy version, verdict and `judged` but no trajectory,
 whose `error` starts with `NOT_STORED`, names the problem and keeps the episode's own
 error after it (so readers treat it as a crashed episode: exports and `rescore` skip it).
-Each such rollout is counted in `TraceStore.degraded` (by kind) and logged as a warning.
+Each such rollout is counted in `TraceStore.degraded` (by kind) and logged as a warning;
+`degraded_metrics` turns two readings of it into the `traces/<kind>` metrics a run logs.
 A lone surrogate in an indexed column (id, task id, domain, stage) is written there as
 `\\udXXX`. Rows are made before the transaction, so only the database itself (a full
 disk, a lock, a column of the wrong type: a programming error) can fail a batch, whole.
@@ -56,7 +57,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -103,6 +104,7 @@ _SAFE_ROW_COLUMNS = (
 )
 MIN_PREFIX = 6  # the shortest id prefix `get` accepts
 NOT_STORED = "trace not stored"  # how a placeholder's `error` starts
+DEGRADED_KINDS = ("escaped", "placeholder")  # the keys of `TraceStore.degraded`
 
 
 class AmbiguousIdError(ValueError):
@@ -410,3 +412,9 @@ def _check_limit(limit: int | None) -> None:
 def _check_positive(name: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def degraded_metrics(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, float]:
+    """`traces/escaped` and `traces/placeholder`: the rollouts stored degraded between two
+    readings of `TraceStore.degraded` (every kind, zero included)."""
+    return {f"traces/{k}": float(after.get(k, 0) - before.get(k, 0)) for k in DEGRADED_KINDS}

@@ -40,7 +40,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -67,6 +67,8 @@ from posttrain.ranks import (
 from posttrain.store.atomic import COMPLETE_MARKER, atomic_directory, publish_directory
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 Strategy = Literal["none", "ddp", "fsdp"]
 STATE_FILE = "state.json"
 SHARDS_DIR = "shards"
@@ -113,14 +115,14 @@ def close_distributed() -> None:
         dist.destroy_process_group()
 
 
-def main_only(fn: Callable[..., None] | None) -> Callable[..., None] | None:
-    """`fn` on rank 0, a no-op elsewhere: the guard for anything that writes files."""
+def main_only(fn: Callable[P, R] | None) -> Callable[P, R | None] | None:
+    """`fn` on rank 0 (its result passed on), a no-op returning None elsewhere: the
+    guard for anything that writes files."""
     if fn is None:
         return None
 
-    def guarded(*args: Any, **kwargs: Any) -> None:
-        if is_main():
-            fn(*args, **kwargs)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> R | None:
+        return fn(*args, **kwargs) if is_main() else None
 
     return guarded
 

@@ -60,7 +60,7 @@ from posttrain.train.shared_prefix import (
 from posttrain.types import Rollout, Task
 
 LogFn = Callable[[int, dict[str, float]], None]
-RecordFn = Callable[[list[Rollout]], None]
+RecordFn = Callable[[list[Rollout]], dict[str, float] | None]  # -> metrics logged with the step
 StepHook = Callable[[int], None]
 
 
@@ -228,8 +228,7 @@ def train_grpo(
                 sampler.observe(
                     task, [r.reward for r in judged], [len(r.completion_ids) for r in judged]
                 )
-            if record is not None:
-                record(every)
+            recorded = record(every) if record is not None else None  # e.g. traces/<kind>
             rollout_s = time.perf_counter() - t0
 
             # 2. Advantages; groups with no reward spread carry no gradient and are dropped.
@@ -359,6 +358,7 @@ def train_grpo(
                         **probe,
                         **by_family(rollouts),
                         **source.metrics(),
+                        **(recorded or {}),
                     },
                 )
             if after_step is not None:

@@ -42,7 +42,7 @@ from posttrain.models.loading import Policy, context_window
 from posttrain.ranks import any_rank, is_main
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.rollout.episode import replay_references
-from posttrain.store import MetricsLogger, RunDir, TraceStore, is_complete
+from posttrain.store import MetricsLogger, RunDir, TraceStore, degraded_metrics, is_complete
 from posttrain.train.checkpoint import (
     base_model_record,
     load_checkpoint,
@@ -97,6 +97,7 @@ class RecipeResult:
     evals: dict[str, EvalResult] = field(default_factory=dict)
     comparisons: dict[str, PairedComparison] = field(default_factory=dict)
     stages: dict[str, dict[str, float]] = field(default_factory=dict)
+    degraded_traces: dict[str, int] = field(default_factory=dict)  # TraceStore.degraded
 
 
 def grpo_sampler(
@@ -342,7 +343,7 @@ class Pipeline:
             max_context=self.max_context,
             over_long=self.over_long,
             log=self.logger("grpo"),
-            record=self.record_grpo,
+            record=lambda rollouts: self.record(rollouts, "grpo"),
             after_step=self.monitor_grpo,
             resume=resume,
             save_state=self.save_grpo,
@@ -387,8 +388,11 @@ class Pipeline:
 
     # ---- shared plumbing -----------------------------------------------------------
 
-    def record_grpo(self, rollouts: list[Rollout]) -> None:
-        self.traces.record(rollouts, "grpo")
+    def record(self, rollouts: list[Rollout], stage: str) -> dict[str, float]:
+        """Store `rollouts`; how many the store had to degrade (`traces/<kind>`)."""
+        before = dict(self.traces.degraded)
+        self.traces.record(rollouts, stage)
+        return degraded_metrics(before, self.traces.degraded)
 
     @property
     def state_path(self) -> Path:
@@ -474,7 +478,7 @@ class Pipeline:
             max_context=self.max_context,
             over_long=self.over_long,
         )
-        self.traces.record(res.rollouts, f"eval/{label}")
+        recorded = self.record(res.rollouts, f"eval/{label}")
         settings = {"greedy": True, "max_tokens": self.cfg.max_new_tokens, "seed": self.cfg.seed,
                     "tasks_per_domain": self.cfg.eval.tasks_per_domain,
                     "seed_offset": self.cfg.eval.seed_offset,
@@ -482,7 +486,7 @@ class Pipeline:
         model = self.cfg.model.name if label == "untrained" else f"checkpoints/{label}"
         if is_main():
             save_results(self.run_dir.eval_path(label), results_document(res, model, settings))
-        values = {"completion": res.overall.rate, "mean": res.mean}
+        values = {"completion": res.overall.rate, "mean": res.mean, **recorded}
         for name, score in res.per_domain.items():
             values[f"{name}/completion"] = score.completed.rate
             if score.format is not None:  # None: the domain's verifier does not report it

@@ -175,6 +175,7 @@ def _run_ranked(
                                      mixture)  # fmt: skip
                 pipeline.resuming = resumed is not None
                 pipeline.run()
+                result.degraded_traces = dict(traces.degraded)
             except DataFileError as exc:
                 raise ConfigError(str(exc)) from None
     if main:

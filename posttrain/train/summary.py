@@ -1,8 +1,10 @@
-"""`summary.md` of a run: held-out completion per checkpoint, paired tests, the stages
-and the resolved config, as Markdown.
+"""`summary.md` of a run: held-out completion per checkpoint, paired tests, the stages,
+the rollouts the trace store had to store degraded (when any) and the resolved config,
+as Markdown.
 
 Not guaranteed: it shows what the run's `RecipeResult` holds; evaluations loaded on a
-resume carry no rollouts, which the summary never needed.
+resume carry no rollouts, which the summary never needed; a resumed run counts the
+degraded rollouts of its last life only (each was logged as a `traces/<kind>` metric).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from posttrain.config import RunConfig, config_to_yaml
+from posttrain.store.traces import NOT_STORED
 
 if TYPE_CHECKING:
     from posttrain.train.pipeline import RecipeResult
@@ -47,5 +50,24 @@ def summary_markdown(config: RunConfig, result: RecipeResult) -> str:
     lines += ["", "## Stages", ""]
     for stage, stats in result.stages.items():
         lines.append(f"- **{stage}**: " + ", ".join(f"{k}={v:.4g}" for k, v in stats.items()))
+    if degraded := degraded_line(result.degraded_traces):
+        lines += ["", "## Traces", "", degraded]
     lines += ["", "## Config", "", "```yaml", config_to_yaml(config).rstrip(), "```", ""]
     return "\n".join(lines)
+
+
+def degraded_line(degraded: dict[str, int]) -> str:
+    """One sentence on the rollouts stored degraded (`TraceStore.degraded`); "" if none."""
+    total = sum(degraded.values())
+    if not total:
+        return ""
+    what = {
+        "placeholder": f"placeholder (no trajectory kept; its error starts with `{NOT_STORED}`)",
+        "escaped": "escaped (a lone surrogate; its JSON is ASCII-escaped and reads back exactly)",
+    }
+    parts = [f"{n} {what.get(kind, kind)}" for kind, n in sorted(degraded.items()) if n]
+    return (
+        f"- **{total} rollout{'s' * (total != 1)} stored degraded** in traces.sqlite: "
+        + "; ".join(parts)
+        + ". Each was logged as a warning and counted in `traces/<kind>`."
+    )

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from posttrain.store.traces import NOT_STORED, TraceStore
+from posttrain.store.traces import NOT_STORED, TraceStore, degraded_metrics
 from posttrain.types import Message, Rollout, ToolCall, Verdict
 from tests.store.test_traces import make_rollout
 
@@ -121,3 +121,17 @@ def test_a_verdict_kept_by_a_placeholder_is_the_rollouts(store: TraceStore) -> N
     store.record([r], stage="grpo")
     kept = store.get("a")
     assert kept is not None and kept.verdict == r.verdict
+
+
+def test_degraded_metrics_count_each_kind_between_two_readings(store: TraceStore) -> None:
+    store.record([with_surrogates("a")], stage="grpo")
+    before = dict(store.degraded)
+    store.record([too_deep("b"), with_surrogates("c"), make_rollout("d")], stage="grpo")
+    assert degraded_metrics(before, store.degraded) == {
+        "traces/escaped": 1.0,
+        "traces/placeholder": 1.0,
+    }
+    assert degraded_metrics(store.degraded, store.degraded) == {
+        "traces/escaped": 0.0,
+        "traces/placeholder": 0.0,
+    }
