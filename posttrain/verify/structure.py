@@ -19,9 +19,10 @@ raises on model values; `schema_errors` and `call_matches` do raise on a broken
 schema or spec (a programming error).
 
 Not guaranteed: `parse_json` returns None both for junk and for the JSON text
-`null`; NaN and Infinity are rejected; duplicate keys keep the last value; texts
-over 1 MB and values nested more than `MAX_DEPTH` (100) arrays/objects deep are junk,
-so what `parse_json` returns is safe to hand to recursive code such as `state_hash`.
+`null`; NaN and Infinity are rejected, also as a number that overflows a float
+(`1e999`); duplicate keys keep the last value; texts over 1 MB and values nested
+more than `MAX_DEPTH` (100) arrays/objects deep are junk, so what `parse_json`
+returns is safe to hand to recursive code such as `state_hash`.
 `call_matches` compares numbers with `==` (no tolerance), ignores JSON Schema
 keywords other than type, enum, items, properties and required, and checks one
 call (split parallel calls yourself).
@@ -32,6 +33,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,6 +50,13 @@ _MAX_MESSAGE = 200
 
 def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # `1e999`: the Infinity that parse_constant never sees
+        raise ValueError(f"{text[:40]} overflows a float")
+    return value
 
 
 def _bracket_depth_bound(body: str) -> int:
@@ -91,7 +100,7 @@ def parse_json(text: str) -> Any | None:
             return None
         body = rest
     try:
-        value = json.loads(body, parse_constant=_reject_constant)
+        value = json.loads(body, parse_constant=_reject_constant, parse_float=_finite_float)
     except (ValueError, RecursionError):
         return None
     # Deep values would make recursive consumers (state_hash, jsonschema) raise. Two cheap

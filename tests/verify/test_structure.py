@@ -88,6 +88,16 @@ def test_parse_json_rejects_anything_else(text: str) -> None:
     assert parse_json(text) is None
 
 
+@pytest.mark.parametrize("text", ["1e999", "[-1e999]", '{"price": 1E400}'])
+def test_parse_json_rejects_numbers_that_overflow_to_infinity(text: str) -> None:
+    assert parse_json(text) is None
+
+
+def test_call_matches_rejects_an_overflowing_number_in_json_text() -> None:
+    text = json.dumps(_call(price=1)).replace('"price": 1', '"price": 1e999')
+    assert call_matches(text, SPEC) == (False, "not a function call")
+
+
 def test_parse_json_rejects_values_nested_deeper_than_the_limit() -> None:
     limit = structure.MAX_DEPTH
     assert parse_json("[" * limit + "]" * limit) is not None
