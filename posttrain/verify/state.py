@@ -4,8 +4,10 @@
 
 `canonical_json` writes a value as one JSON text that does not depend on how it
 was built: dict keys are sorted, list order is kept, floats are rounded to 9
-significant digits (so 0.1 + 0.2 and 0.3 agree) and a float that is a whole
-number is written as an integer (so 2.0 and 2 agree, as they do under `==`).
+significant digits (so 0.1 + 0.2 and 0.3 agree), or to a whole number from 1e9 up
+to 2**53, where 9 digits would not reach the units, and a float that is a whole
+number is written as an integer (so 2.0 and 2, and 12345678901.0 and 12345678901,
+agree, as they do under `==`).
 `state_hash` is the SHA-256 of that text. Both are for the domain's own data
 (simulated databases, inventories, calendars), not for model text: an
 unsupported value is a programming error and raises `TypeError`.
@@ -13,10 +15,11 @@ unsupported value is a programming error and raises `TypeError`.
 Not guaranteed: tuples are written as lists (a tuple and a list with the same
 items hash the same); sets and frozensets are rejected rather than silently
 ordered, sort them into a list first; dict keys must be strings; floats that
-differ only past the 9th significant digit hash the same, and whole-number
-floats beyond 2**53 are written as floats, so 1e20 and 10**20 differ; NaN and
-the infinities are written as the tokens `NaN`, `Infinity`, `-Infinity` (every
-NaN hashes the same although NaN != NaN); a cycle raises `ValueError`.
+differ only past the 9th significant digit (from 1e9 to 2**53: that round to
+the same whole number) hash the same, and whole-number floats beyond 2**53 are
+written as floats, so 1e20 and 10**20 differ; NaN and the infinities are written
+as the tokens `NaN`, `Infinity`, `-Infinity` (every NaN hashes the same although
+NaN != NaN); a cycle raises `ValueError`.
 """
 
 from __future__ import annotations
@@ -28,11 +31,16 @@ from typing import Any
 
 _SIGNIFICANT_DIGITS = 9
 _EXACT_INT_FLOAT = 2.0**53
+_UNIT_ROUNDING = 10.0**_SIGNIFICANT_DIGITS  # from here on, nine digits no longer reach the units
 
 
 def _canonical_float(value: float) -> float | int:
     if not math.isfinite(value):
         return value
+    if _UNIT_ROUNDING <= abs(value) < _EXACT_INT_FLOAT:
+        # Nine significant digits would be coarser than a unit here and write 12345678901.0
+        # as 12345678900, which is another integer.
+        return round(value)
     rounded = float(f"{value:.{_SIGNIFICANT_DIGITS}g}")
     if rounded.is_integer() and abs(rounded) < _EXACT_INT_FLOAT:
         return int(rounded)  # also folds -0.0 into 0

@@ -43,6 +43,19 @@ def test_whole_floats_equal_their_integers() -> None:
     assert state_hash(-0.0) == state_hash(0)
 
 
+def test_whole_floats_of_ten_or_more_digits_equal_their_integers() -> None:
+    # Nine significant digits would write 12345678901.0 as 12345678900: unequal to the
+    # int 12345678901, and the same as the int 12345678900.
+    assert state_hash(12345678901.0) == state_hash(12345678901)
+    assert state_hash(12345678904.0) != state_hash(12345678900)
+    assert state_hash(-(2.0**52) - 1) == state_hash(-(2**52) - 1)
+
+
+def test_large_floats_agree_to_the_nearest_whole_number() -> None:
+    assert state_hash(12345678901 + 1e-6) == state_hash(12345678901)
+    assert state_hash(12345678901.4) != state_hash(12345678902.0)
+
+
 def test_bool_is_not_an_integer() -> None:
     assert state_hash(True) != state_hash(1)
     assert state_hash(False) != state_hash(0)
