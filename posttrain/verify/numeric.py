@@ -15,11 +15,12 @@ the values agree when equal after rounding to `decimals` places or within the
 relative tolerance `rel_tol`. No function here raises on model text.
 
 Not guaranteed: only ASCII digits, "." as the decimal point and "," for
-thousands (so "3,5" is not three and a half, and "1,2,3" holds no number);
-no number words ("seven"), no fractions ("1/2"), no unit words other than the
-four scale words, no abbreviations ("1.2M", "5bn"); a sign and parentheses
-together, or a sign on both sides of the currency, are rejected; quantities
-longer than 400 characters, or that overflow a float, count as absent; rounding
+thousands (so "3,5" is not three and a half, "0,100" is not a hundred, and
+"1,2,3" holds no number); no number words ("seven"), no fractions ("1/2"), no
+unit words other than the four scale words, no abbreviations ("1.2M", "5bn");
+a sign and parentheses together, or a sign on both sides of the currency, are
+rejected; quantities longer than 400 characters, or that overflow a float,
+count as absent; rounding
 to 5 places makes all values below 5e-6 in size equal; "%" is not required to
 match, so "0.125" matches "12.5%" (check the format yourself if it matters);
 `parse_number` looks back through at most about 20 000 characters of digit-bearing
@@ -37,7 +38,7 @@ _SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 _QUANTITY = (
     r"(?P<paren>\(\s?)?"
     r"(?P<s1>[-+\u2212])?(?P<cur>[$€£¥]\s?)?(?P<s2>[-+\u2212])?"
-    r"(?P<num>(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?|\.[0-9]+)"
+    r"(?P<num>(?:[1-9][0-9]{0,2}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?|\.[0-9]+)"
     r"(?P<exp>[eE][-+]?[0-9]+)?"
     r"(?![0-9]|[.,][0-9])"
     r"(?:\s?(?P<pct>%)|\s(?P<scale>thousand|million|billion|trillion)\b)?"

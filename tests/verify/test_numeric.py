@@ -51,6 +51,9 @@ def test_strict_number_reads_one_quantity(text: str, value: float) -> None:
         "about 12",
         "1,2",
         "3,5",
+        "0,100",  # 0.1 with a decimal comma, not 100 with a thousands comma
+        "01,000",
+        "-0,250.5",
         "12.",
         "-$-5",
         "(-5)",
@@ -78,6 +81,7 @@ def test_parse_quantity_keeps_scale_and_percent() -> None:
         ("growth was 12.5% overall", 0.125),
         ("about $1.2 million in total", 1.2e6),
         ("5 and then 1,2", 5.0),
+        ("5 and then 0,100", 5.0),
     ],
 )
 def test_parse_number_reads_the_last_quantity_in_prose(text: str, value: float) -> None:
