@@ -6,6 +6,12 @@ and the logged `config.yaml`.
 start-up. Any problem raises `ConfigError`, whose message names the field, the bad
 value and what is accepted (or the nearest known key); the CLI turns it into exit
 code 2. The defaults are the built-in recipe that `posttrain run` runs.
+
+What a number field takes: an int or float as written, an int where a float belongs,
+a float without a fractional part where an int belongs (3.0, not 2.5), and a string
+spelling a number ("3"; PyYAML reads `1e-4` as a string, so this one is needed). A
+boolean is never a number (`grpo.steps=true` names the key instead of becoming 1), in a
+list or a mapping either. A boolean field takes true/false (and 0/1, yes/no, on/off).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from posttrain.config_base import ConfigError, _Strict, check_levels
+from posttrain.config_base import BOOL_AS_NUMBER, ConfigError, _Strict, check_levels
 from posttrain.config_model import LORA_TARGETS, LoraSettings, ModelConfig
 from posttrain.config_rollout import ContextConfig, RolloutConfig
 from posttrain.config_stages import DPOConfig, GRPOConfig, SFTConfig
@@ -312,7 +318,9 @@ def _explain(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
-        if err["type"] == "extra_forbidden":
+        if err["type"] == BOOL_AS_NUMBER:
+            lines.append(f"{loc}{err.get('ctx', {}).get('at', '')}: {err['msg']}")
+        elif err["type"] == "extra_forbidden":
             parent = _section(err["loc"][:-1])
             known = list(parent.model_fields) if parent is not None else []
             lines.append(f"unknown key {loc!r}{_nearest(str(err['loc'][-1]), known)}")

@@ -211,6 +211,12 @@ def test_a_wrong_type_exits_2_naming_the_field(tmp_path: Path) -> None:
     assert "'many'" in result.stderr
 
 
+def test_a_boolean_for_a_number_exits_2_naming_the_key(tmp_path: Path) -> None:
+    result = posttrain("run", "grpo.steps=true", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "grpo.steps: expected an integer, got a boolean (true)" in result.stderr
+
+
 def test_an_impossible_batch_and_group_size_exit_2(tmp_path: Path) -> None:
     result = posttrain("run", "grpo.batch_size=10", "grpo.group_size=4", cwd=tmp_path)
     assert result.returncode == 2
