@@ -12,6 +12,8 @@ a float without a fractional part where an int belongs (3.0, not 2.5), and a str
 spelling a number ("3"; PyYAML reads `1e-4` as a string, so this one is needed). A
 boolean is never a number (`grpo.steps=true` names the key instead of becoming 1), in a
 list or a mapping either. A boolean field takes true/false (and 0/1, yes/no, on/off).
+`read_recipe` reads a recipe file's mapping alone (resume uses it to refuse an empty
+config.yaml).
 """
 
 from __future__ import annotations
@@ -250,31 +252,43 @@ SMOKE_OVERRIDES = [
 
 def load_config(recipe: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
     """Read the recipe (if any), apply overrides, validate. Raises ConfigError."""
-    data: dict[str, Any] = {}
-    if recipe is not None:
-        path = Path(recipe)
-        if path.is_dir():
-            raise ConfigError(f"recipe file {str(path)!r} is a directory, not a recipe file")
-        if not path.exists():  # a pipe, as from `posttrain run <(...)`, is read like a file
-            looks_like_key = path.suffix not in (".yaml", ".yml") and "/" not in str(recipe)
-            hint = " (an override is written key.path=value)" if looks_like_key else ""
-            raise ConfigError(f"recipe file {str(path)!r} does not exist{hint}")
-        try:
-            with path.open(encoding="utf-8") as f:  # a parse error then names the file
-                loaded = yaml.safe_load(f)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"recipe file {str(path)!r} is not valid YAML: {exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"recipe file {str(path)!r} is not UTF-8 text: {exc}") from None
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"recipe file {str(path)!r} must hold a mapping of settings")
-        data = loaded or {}
+    data = read_recipe(recipe) if recipe is not None else {}
     for item in overrides or []:
         _apply_override(data, item)
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_explain(exc)) from None
+
+
+_TOO_DEEP = (
+    "nests lists or mappings too deeply to parse (hundreds of levels); no setting needs that"
+)
+
+
+def read_recipe(recipe: str | Path) -> dict[str, Any]:
+    """The settings a YAML recipe file holds, unvalidated ({} for an empty file).
+    ConfigError naming the file when it is missing, a directory, not UTF-8, not YAML,
+    nested too deeply to parse, or not a mapping."""
+    path = Path(recipe)
+    if path.is_dir():
+        raise ConfigError(f"recipe file {str(path)!r} is a directory, not a recipe file")
+    if not path.exists():  # a pipe, as from `posttrain run <(...)`, is read like a file
+        looks_like_key = path.suffix not in (".yaml", ".yml") and "/" not in str(recipe)
+        hint = " (an override is written key.path=value)" if looks_like_key else ""
+        raise ConfigError(f"recipe file {str(path)!r} does not exist{hint}")
+    try:
+        with path.open(encoding="utf-8") as f:  # a parse error then names the file
+            loaded = yaml.safe_load(f)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"recipe file {str(path)!r} is not valid YAML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"recipe file {str(path)!r} is not UTF-8 text: {exc}") from None
+    except RecursionError:  # PyYAML composes nested [ ] and { } recursively
+        raise ConfigError(f"recipe file {str(path)!r} {_TOO_DEEP}") from None
+    if loaded is not None and not isinstance(loaded, dict):
+        raise ConfigError(f"recipe file {str(path)!r} must hold a mapping of settings")
+    return loaded or {}
 
 
 def _apply_override(data: dict[str, Any], item: str) -> None:
@@ -298,6 +312,8 @@ def _apply_override(data: dict[str, Any], item: str) -> None:
                 node[part] = yaml.safe_load(raw) if raw.strip() else raw
             except yaml.YAMLError:
                 node[part] = raw
+            except RecursionError:
+                raise ConfigError(f"override {key!r}: the value {_TOO_DEEP}") from None
         else:
             if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
                 raise ConfigError(
@@ -326,20 +342,29 @@ def _explain(exc: ValidationError) -> str:
             lines.append(f"unknown key {loc!r}{_nearest(str(err['loc'][-1]), known)}")
         elif err["type"] == "list_type" and loc:
             lines.append(
-                f"{loc}: expected a list, got {err.get('input')!r}; write '{loc}=[a,b]' "
+                f"{loc}: expected a list, got {_shown(err.get('input'))}; write '{loc}=[a,b]' "
                 "(quoted in a shell)"
             )
         elif err["type"] == "model_type" and (section := _section(err["loc"])) is not None:
             first = next(iter(section.model_fields))
             lines.append(
-                f"{loc} is a section of settings, not a value (got {err.get('input')!r}); "
+                f"{loc} is a section of settings, not a value (got {_shown(err.get('input'))}); "
                 f"set its fields, e.g. {loc}.{first}=..."
             )
         elif loc and not (err["type"] == "value_error" and _section(err["loc"])):
-            lines.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
+            lines.append(f"{loc}: {err['msg']} (got {_shown(err.get('input'))})")
         else:
             lines.append(str(err["msg"]).removeprefix("Value error, "))
     return "; ".join(lines)
+
+
+def _shown(value: Any, limit: int = 100) -> str:
+    """`value`'s repr, cut to `limit` characters: a message stays one readable line."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = f"<a {type(value).__name__} nested too deeply to show>"
+    return text if len(text) <= limit else f"{text[: limit - 20]}... ({len(text)} characters)"
 
 
 def _section(loc: tuple[Any, ...]) -> type[BaseModel] | None:

@@ -217,6 +217,15 @@ def test_a_boolean_for_a_number_exits_2_naming_the_key(tmp_path: Path) -> None:
     assert "grpo.steps: expected an integer, got a boolean (true)" in result.stderr
 
 
+def test_a_deeply_nested_recipe_exits_2_naming_the_file(tmp_path: Path) -> None:
+    recipe = tmp_path / "deep.yaml"
+    recipe.write_text("seed: " + "[" * 10_000 + "\n")
+    result = posttrain("run", str(recipe), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert f"recipe file {str(recipe)!r} nests lists or mappings too deeply" in result.stderr
+
+
 def test_an_impossible_batch_and_group_size_exit_2(tmp_path: Path) -> None:
     result = posttrain("run", "grpo.batch_size=10", "grpo.group_size=4", cwd=tmp_path)
     assert result.returncode == 2

@@ -155,6 +155,29 @@ def test_a_recipe_that_is_not_yaml_is_refused(tmp_path: Path) -> None:
     assert f'in "{recipe}"' in str(error.value)  # the parser's mark names the file
 
 
+@pytest.mark.parametrize("text", ["[" * 10_000, "grpo:\n  difficulties: " + "[" * 5_000,
+                                  "mixture: " + "{a: " * 10_000])  # fmt: skip
+def test_a_recipe_nested_too_deeply_to_parse_is_refused_naming_the_file(
+    tmp_path: Path, text: str
+) -> None:
+    recipe = write_recipe(tmp_path, text)
+    with pytest.raises(ConfigError, match=rf"recipe file '{recipe}' nests .* too deeply"):
+        load_config(recipe)
+
+
+def test_an_override_nested_too_deeply_to_parse_is_refused_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match=r"override 'mixture': the value nests .* too deeply"):
+        load_config(None, ["mixture=" + "[" * 10_000])
+
+
+def test_a_long_bad_value_is_shown_cut_short() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(None, ["mixture=" + "[" * 300 + "]" * 300])
+    assert str(info.value).startswith("mixture: Input should be a valid dictionary (got [[[")
+    assert str(info.value).endswith("... (600 characters))")
+    assert len(str(info.value)) < 200
+
+
 def test_an_override_without_equals_sign_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"'grpo\.steps' must look like key\.path=value"):
         load_config(None, ["grpo.steps"])
