@@ -144,7 +144,7 @@ def load_grpo_state(path: Path) -> GRPOState | None:
 
 def open_for_resume(path: str | Path) -> tuple[RunDir, RunConfig]:
     """The run directory and its own saved config (ConfigError when either is unusable)."""
-    from posttrain.config import ConfigError, load_config
+    from posttrain.config import ConfigError, load_config, read_recipe
 
     try:
         run = RunDir.open(path)
@@ -153,6 +153,12 @@ def open_for_resume(path: str | Path) -> tuple[RunDir, RunConfig]:
     if not run.config_path.is_file():
         raise ConfigError(f"resume: {run.path} has no config.yaml; is it a run directory?")
     try:
+        # A run writes its whole config; an empty one would resume under the defaults.
+        if not read_recipe(run.config_path):
+            raise ConfigError(
+                "it is empty, but a run's config.yaml holds every setting of the run; "
+                "restore it, or start a new run"
+            )
         config = load_config(run.config_path)
     except ConfigError as exc:  # a foreign or damaged config.yaml: say which file
         raise ConfigError(f"resume: {run.config_path}: {exc}") from None

@@ -172,6 +172,27 @@ def test_resume_of_a_folder_with_a_foreign_config_yaml_names_that_file(tmp_path:
     assert "unknown key 'learning_rate'" in str(info.value)
 
 
+@pytest.mark.parametrize("text", ["", "# nothing\n", "{}\n"])
+def test_resume_with_an_empty_config_yaml_exits_2_naming_the_file(
+    tmp_path: Path, text: str
+) -> None:
+    """It would otherwise resume the run under the defaults."""
+    (tmp_path / "config.yaml").write_text(text)
+    result = _run(f"resume={tmp_path}", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert f"resume: {tmp_path / 'config.yaml'}: it is empty" in result.stderr
+
+
+def test_resume_with_a_config_yaml_that_is_not_a_mapping_exits_2_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "config.yaml").write_text("- seed\n- 3\n")
+    result = _run(f"resume={tmp_path}", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert f"resume: {tmp_path / 'config.yaml'}: " in result.stderr
+    assert "must hold a mapping of settings" in result.stderr
+
+
 def test_a_failed_sft_state_save_leaves_the_previous_state_loadable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
