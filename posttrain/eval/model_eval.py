@@ -115,6 +115,10 @@ def run_defaults(spec: EvalSpec) -> tuple[EvalSpec, int]:
         data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise EvalSpecError(f"{config} cannot be read as a run's config: {exc}") from None
+    except RecursionError:  # PyYAML composes nested [ ] and { } recursively
+        raise EvalSpecError(
+            f"{config} cannot be read as a run's config: it nests too deeply"
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("eval", {}), dict):
         raise EvalSpecError(f"{config} is not a run's config: it must hold a mapping of settings")
     ev = data.get("eval", {})

@@ -46,8 +46,10 @@ def load_run(run: RunDir) -> RunFiles:
         try:
             data = yaml.safe_load(run.config_path.read_text(encoding="utf-8"))
             r.config = data if isinstance(data, dict) else {}
-        except (OSError, yaml.YAMLError) as exc:
+        except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
             r.notes["config"] = f"config.yaml cannot be read: {exc}"
+        except RecursionError:  # PyYAML composes nested [ ] and { } recursively
+            r.notes["config"] = "config.yaml cannot be read: it nests too deeply to parse"
     if not run.metrics_path.is_file():
         r.notes["metrics"] = "metrics.jsonl is missing"
     else:

@@ -172,6 +172,8 @@ class RunDir:
             raise RunDirError(f"{self.config_path} cannot be read: {_why(e)}") from e
         except (yaml.YAMLError, UnicodeDecodeError) as e:
             raise RunDirError(f"{self.config_path} is not valid YAML: {e}") from e
+        except RecursionError:  # PyYAML composes nested [ ] and { } recursively
+            raise RunDirError(f"{self.config_path} nests too deeply to parse") from None
         if not isinstance(data, dict):
             raise RunDirError(f"{self.config_path} does not hold a mapping")
         return data

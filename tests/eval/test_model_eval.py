@@ -132,7 +132,9 @@ def test_a_run_directory_without_a_checkpoint_is_named_so(tmp_path: Path) -> Non
         run_eval(EvalSpec(str(tmp_path / "nope"), ["arith/addition-v1"], n=1))
 
 
-@pytest.mark.parametrize("text", ["domains: [a\n", "- a list\n", "eval: 5\n"])
+@pytest.mark.parametrize(
+    "text", ["domains: [a\n", "- a list\n", "eval: 5\n", "domains: " + "[" * 20000]
+)
 def test_a_run_directory_with_a_broken_config_yaml_is_named(tmp_path: Path, text: str) -> None:
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "config.yaml").write_text(text)

@@ -233,6 +233,12 @@ def test_unreadable_sources_are_named_not_fatal(full_run: RunDir) -> None:
     assert "sft.json is not JSON" in html
 
 
+def test_a_config_yaml_nested_too_deeply_is_named_not_fatal(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path, "deep")
+    run.config_path.write_text("domains: " + "[" * 20000, encoding="utf-8")  # RecursionError
+    assert "config.yaml cannot be read: it nests too deeply" in _report(run)
+
+
 def test_strings_from_the_run_are_escaped(tmp_path: Path) -> None:
     run = RunDir.create(tmp_path, "x")
     evil = '<script>alert("x")</script>'

@@ -168,7 +168,12 @@ def test_open_missing_run_raises_clear_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "message"), [(None, "cannot be read"), ("a: [1,\n", "is not valid YAML")]
+    ("text", "message"),
+    [
+        (None, "cannot be read"),
+        ("a: [1,\n", "is not valid YAML"),
+        ("a: " + "[" * 20000, "nests too deeply"),  # was a RecursionError
+    ],
 )
 def test_read_config_names_a_missing_or_broken_file(
     tmp_path: Path, text: str | None, message: str
