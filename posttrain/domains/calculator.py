@@ -1,6 +1,6 @@
 """`tools/calculator-v1`: multiply two numbers by calling a calculator tool.
 
-The prompt is one user message, `"calc 4821*37"`; the operands are long enough
+The prompt is one user message, `"calc 482*37"`; the operands are long enough
 (even at difficulty 1) that a tiny model cannot multiply them in its head, so it
 must call the `calculator` tool and then state the result. Difficulty sets the
 digit counts: `a` has `2 + (d - 1) // 5` (2..3), `b` has `1 + (d - 1) // 3` (1..4;
