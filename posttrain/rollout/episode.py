@@ -20,6 +20,7 @@ own limits bound some of these); an abandoned user turn's thread runs on. A sess
 sandbox dies (`SandboxError`) is not a crash: the session's snapshot after each
 environment turn lets the episode resume on a fresh session (`domain.open` +
 `restore`), which serves the interrupted turn again (`timings["sandbox_resumes"]`).
+Serving a turn (tool calls, resumes, the scripted user) is `rollout/environment.py`.
 
 The step functions (`open_group`, `record_turn`, `environment_step`, `finish`) are
 what `rollout/scheduler.py` runs concurrently; `run_episodes` runs them in lockstep.
@@ -37,20 +38,15 @@ from posttrain.domains.base import Domain, Session
 from posttrain.engines.base import Completion, Engine, GenerationRequest, SamplingParams
 from posttrain.engines.prefix_cache import sample_episode
 from posttrain.rollout.context_strategy import OverLongPolicy, PromptTooLongError, fit_prompt
-from posttrain.sandbox.results import SandboxError
+from posttrain.rollout.environment import environment_reply, take_snapshot
 from posttrain.tools import (
     ParsedCalls,
     ToolCounters,
     ToolPolicy,
-    count_parse_errors,
     detect_tool_format,
-    guarded_call,
     parse_for_format,
-    run_with_timeout,
 )
-from posttrain.types import Message, Observation, Rollout, Task, ToolCall, Turn, Verdict
-
-MAX_RESUMES = 3  # fresh sessions per episode after sandbox failures
+from posttrain.types import Message, Rollout, Task, Turn, Verdict
 
 
 def render(tokenizer: Any, messages: list[Message], add_generation_prompt: bool) -> str:
@@ -283,7 +279,7 @@ def _open(task: Task, domain: Domain | None, ids: list[int], problem: str | None
         except Exception as exc:  # a sandbox that did not start fails this episode only
             problem = f"session open failed: {type(exc).__name__}: {exc}"
     ep.error, ep.done = problem, problem is not None
-    ep.snapshot = _snapshot(ep.session)
+    ep.snapshot = take_snapshot(ep.session)
     return ep
 
 
@@ -334,7 +330,7 @@ def environment_step(
     turn = ep.turns[-1]
     assert ep.domain is not None  # an episode without one ended at open
     try:
-        new = _environment_reply(ep, parsed.calls, parsed.errors)
+        new = environment_reply(ep, parsed.calls, parsed.errors)
         if not new or len(ep.turns) >= ep.domain.max_turns:
             ep.done = True
             return
@@ -349,88 +345,11 @@ def environment_step(
     ep.completion_ids += env
     ep.loss_mask += [0] * len(env)
     ep.logprobs += [0.0] * len(env)
-    ep.snapshot = _snapshot(ep.session)
+    ep.snapshot = take_snapshot(ep.session)
     used = len(ep.prompt_ids) + len(ep.completion_ids)
     if max_context is not None and used + max_tokens > max_context:
         ep.error = f"context full: {used} tokens used of {max_context}"
         ep.done = ep.policy_failed = True
-
-
-def _snapshot(session: Session | None) -> Any:
-    """The session's state now, for resuming on a fresh one; None if it cannot say."""
-    take = getattr(session, "snapshot", None)
-    if take is None:
-        return None
-    try:
-        return take()
-    except Exception:  # no snapshot: a later sandbox failure ends the episode instead
-        return None
-
-
-class _ResumingSession:
-    """The episode's session as the tool guard sees it: a call whose sandbox died
-    (`SandboxError`) is served again on a fresh session restored from the snapshot
-    after the previous turn, with this turn's earlier calls replayed first, up to
-    `MAX_RESUMES` times per episode."""
-
-    def __init__(self, ep: EpisodeState) -> None:
-        self.ep = ep
-        self.served: list[ToolCall] = []  # this turn's calls so far
-
-    @property
-    def tools(self) -> list[dict[str, Any]]:
-        return list(getattr(self.ep.session, "tools", []))
-
-    def call(self, tool_call: ToolCall) -> Observation:
-        ep = self.ep
-        while True:
-            assert ep.session is not None
-            try:
-                observation = ep.session.call(tool_call)
-                break
-            except SandboxError:
-                if ep.snapshot is None or ep.resumes >= MAX_RESUMES:
-                    raise  # the guard retries, then answers with an error observation
-            _resume(ep)
-            for earlier in self.served:
-                ep.session.call(earlier)
-        self.served.append(tool_call)
-        return observation
-
-
-def _resume(ep: EpisodeState) -> None:
-    """Replace the episode's session by a fresh one restored from `ep.snapshot`."""
-    old = ep.session
-    try:
-        if old is not None:
-            old.close()
-    except Exception:  # the dead session may not close cleanly; it is dropped either way
-        pass
-    opener = getattr(ep.domain, "open", None)
-    if opener is None:  # only domains with sessions reach here
-        raise RuntimeError(f"domain {ep.task.domain} cannot open a fresh session")
-    fresh = opener(ep.task, None)
-    fresh.restore(ep.snapshot)
-    ep.session = fresh
-    ep.resumes += 1
-
-
-def _environment_reply(ep: EpisodeState, calls: list[Any], errors: list[str]) -> list[Message]:
-    """Tool observations for the calls (and parse errors), else the scripted user's turn."""
-    assert ep.session is not None
-    if calls or errors:
-        count_parse_errors(ep.tool_counters, errors)
-        session = _ResumingSession(ep)
-        replies = [guarded_call(session, c, ep.tool_policy, ep.tool_counters).message for c in calls]  # fmt: skip
-        replies += [Message("tool", f"error: {e}") for e in errors]
-        return replies
-    live, last, limit = ep.session, ep.messages[-1], ep.tool_policy.user_turn_timeout()
-    finished, user = run_with_timeout(lambda: live.user_turn(last), limit)
-    if not finished:  # the worker thread is abandoned; the episode ends as a session failure
-        raise TimeoutError(f"the scripted user did not answer within {limit:g}s")
-    if isinstance(user, BaseException):
-        raise user
-    return [] if user is None else [user]  # type: ignore[list-item]
 
 
 def finish(ep: EpisodeState, policy_version: int) -> Rollout:

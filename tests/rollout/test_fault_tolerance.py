@@ -14,7 +14,7 @@ import pytest
 
 from posttrain.domains.base import Axes
 from posttrain.engines import Completion, GenerationRequest, ReplayEngine, SamplingParams
-from posttrain.rollout import episode as episode_module
+from posttrain.rollout import environment as environment_module
 from posttrain.rollout.episode import run_episodes
 from posttrain.rollout.scheduler import Scheduler
 from posttrain.sandbox import Sandbox, SandboxError, SandboxSpec, layers
@@ -168,7 +168,7 @@ def _remember(domain: CounterDomain, session: CounterSession) -> CounterSession:
 
 @needs_sandbox
 def test_resumes_stop_at_the_limit(tokenizer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(episode_module, "MAX_RESUMES", 0)
+    monkeypatch.setattr(environment_module, "MAX_RESUMES", 0)
     domain = CounterDomain()
     tasks = [domain.generate(0, 1)]
     [[rollout]] = run_episodes(tasks, _engine(tokenizer, domain, tasks, 1), tokenizer, PARAMS, lambda _: domain)  # fmt: skip
