@@ -88,16 +88,21 @@ def plain_prompt_ids(tokenizer: Any, task: Task) -> list[int]:
 
 
 def env_token_ids(
-    tokenizer: Any, history: list[Message], new: list[Message], sampled: list[int] | None = None
+    tokenizer: Any,
+    history: list[Message],
+    new: list[Message],
+    sampled: list[int] | None = None,
+    next_turn: bool = True,
 ) -> list[int]:
     """Tokens that the template puts between the last assistant turn in `history`
-    and the next assistant turn, after `new` (tool or user messages) is appended.
+    and the next assistant turn, after `new` (tool or user messages) is appended;
+    with `next_turn=False` (no model turn follows), without the next turn's header.
 
     With the turn's `sampled` ids, the split point is what the model actually
     produced (prompt + sampled tokens, end-of-turn token included), so text the
     template adds after that token (ChatML's newline after `<|im_end|>`) lands in
     the environment tokens instead of being lost."""
-    after = render(tokenizer, history + new, add_generation_prompt=True)
+    after = render(tokenizer, history + new, add_generation_prompt=next_turn)
     if sampled is not None:
         consumed = render(tokenizer, history[:-1], add_generation_prompt=True) + str(
             tokenizer.decode(sampled, skip_special_tokens=False)
@@ -326,15 +331,22 @@ def environment_step(
 ) -> None:
     """The environment's reply to the last assistant turn (tool observations or the
     scripted user), appended as environment tokens; ends the episode when there is
-    none, at `max_turns`, when the context is full, or when the session fails."""
+    none, at `max_turns`, when the context is full, or when the session fails.
+
+    At `max_turns` the turn's tool calls still run (they change the state a verifier
+    judges), so their observations are recorded like any turn's, closed without a next
+    turn's header; a scripted user's turn there is asked for (it may update the
+    session) but not recorded, as no model turn answers it. No context check there."""
     turn = ep.turns[-1]
     assert ep.domain is not None  # an episode without one ended at open
+    last = len(ep.turns) >= ep.domain.max_turns
     try:
         new = environment_reply(ep, parsed.calls, parsed.errors)
-        if not new or len(ep.turns) >= ep.domain.max_turns:
+        unanswered_user = last and not (parsed.calls or parsed.errors)  # no turn follows it
+        if not new or unanswered_user:
             ep.done = True
             return
-        env = env_token_ids(tokenizer, ep.messages, new, turn.token_ids)
+        env = env_token_ids(tokenizer, ep.messages, new, turn.token_ids, next_turn=not last)
     except Exception as exc:  # a crashed session is a recorded failure, not a dead batch
         ep.error = f"session failed: {type(exc).__name__}: {exc}"
         ep.done = True
@@ -345,6 +357,9 @@ def environment_step(
     ep.completion_ids += env
     ep.loss_mask += [0] * len(env)
     ep.logprobs += [0.0] * len(env)
+    if last:
+        ep.done = True
+        return
     ep.snapshot = take_snapshot(ep.session)
     used = len(ep.prompt_ids) + len(ep.completion_ids)
     if max_context is not None and used + max_tokens > max_context:
