@@ -15,6 +15,8 @@ dataset domain) by the registered domain, and must give the stored prompt back. 
   session (the real episode loop with the replay engine, as `posttrain score` does) and
   that episode is verified, but only when the session answers every recorded turn with
   the recorded observations; otherwise the rollout is reported as not re-verifiable.
+  (Traces made before the last allowed turn's observations were recorded hold none
+  there; the replay's answer to that turn is not compared.)
 
 A change is a flip of `passed` or a reward that moved by more than `REWARD_TOLERANCE`.
 Rollouts whose episode crashed (a trace store placeholder too: its `error` is set), whose
@@ -231,6 +233,11 @@ def _divergence(stored: Rollout, replayed: Rollout) -> str | None:
     def seen(r: Rollout) -> list[list[tuple[str, str, str | None]]]:
         return [[(m.role, m.content, m.name) for m in t.observations] for t in r.turns]
 
-    if seen(replayed) != seen(stored):
+    recorded, now = seen(stored), seen(replayed)
+    if recorded and not recorded[-1]:
+        # Traces made before the last allowed turn's observations were recorded hold none
+        # there; any other episode whose last turn was answered holds them on both sides.
+        now[-1] = []
+    if now != recorded:
         return "the session now answers the recorded turns differently"
     return None

@@ -97,3 +97,26 @@ def test_a_verifier_that_raises_gives_a_verdict_with_its_error() -> None:
     report = rescore([play(ARITH, [answer(0)])], lookup=lambda _id: Raising())  # type: ignore[arg-type, return-value]
     [change] = report.changes
     assert (change.new_passed, change.new_error) == (False, "RuntimeError: verifier bug")
+
+
+def _calls_to_the_end() -> list[str]:
+    """A calculator episode whose every turn, the last allowed one too, calls the tool."""
+    call = calc_texts(0)[0]
+    return [call] * get_domain(CALC).max_turns
+
+
+def test_a_rollout_whose_last_turn_called_tools_is_reverified(tokenizer: Any) -> None:
+    rollout = play(CALC, _calls_to_the_end())
+    assert rollout.turns[-1].observations  # recorded like every turn's
+    report = rescore([rollout], tokenizer=tokenizer)
+    assert (report.per_domain[CALC].reverified, report.per_domain[CALC].not_reverifiable) == (1, {})
+
+
+def test_a_trace_without_the_last_turns_observations_is_still_reverified(tokenizer: Any) -> None:
+    """Traces recorded before the last allowed turn's observations were kept hold none
+    there; the replay's are not held against them."""
+    rollout = play(CALC, _calls_to_the_end())
+    rollout.messages = rollout.messages[: -len(rollout.turns[-1].observations)]
+    rollout.turns[-1].observations, rollout.turns[-1].env_token_ids = [], []
+    report = rescore([rollout], tokenizer=tokenizer)
+    assert (report.per_domain[CALC].reverified, report.per_domain[CALC].not_reverifiable) == (1, {})
