@@ -26,7 +26,6 @@ from transformers import PreTrainedModel
 
 from posttrain.config import GRPOConfig, RolloutConfig
 from posttrain.domains.base import Domain
-from posttrain.domains.matrix import family_of
 from posttrain.engines.base import Engine, SamplingParams
 from posttrain.ranks import all_reduce_sum, is_distributed, world_size
 from posttrain.rollout.context_strategy import OverLongPolicy
@@ -49,6 +48,7 @@ from posttrain.train.resume import (
     restore_rank_rng,
     train_state,
 )
+from posttrain.train.rollout_metrics import by_family, error_rates, tool_metrics
 from posttrain.train.rollout_source import make_source
 from posttrain.train.shared_prefix import (
     SharePlan,
@@ -443,50 +443,6 @@ def policy_probe(
         "entropy": float(masked_mean(entropy, batch.loss_mask)),
         "logprob_mismatch": float(masked_mean(gap, batch.loss_mask)),
     }
-
-
-def error_rates(rollouts: list[Rollout]) -> dict[str, float]:
-    """Shares of rollouts whose verifier raised, and whose session or sandbox failed."""
-    n = max(1, len(rollouts))
-    return {
-        "verifier_error_rate": sum(r.verdict.error is not None for r in rollouts) / n,
-        "sandbox_error_rate": sum((r.error or "").startswith("session") for r in rollouts) / n,
-    }
-
-
-def tool_metrics(rollouts: list[Rollout]) -> dict[str, float]:
-    """Tool-call outcomes of the batch (`tools/calls`, `tools/timeouts`, ...), summed."""
-    out: dict[str, float] = {}
-    for r in rollouts:
-        for key, value in r.tool_stats.items():
-            out[key] = out.get(key, 0.0) + value
-    return out
-
-
-def by_family(rollouts: list[Rollout]) -> dict[str, float]:
-    """Reward, pass rate and sampled tokens per domain family (`by_family/{family}/...`),
-    pass rate per matrix cell (`by_cell/{modality/tools/rounds/verification}/pass_rate`)
-    and the mean of each verdict component (`component/{name}`)."""
-    from posttrain.eval.results import domain_cell
-
-    groups: dict[str, list[Rollout]] = {}
-    cells: dict[str, list[Rollout]] = {}
-    components: dict[str, list[float]] = {}
-    for r in rollouts:
-        groups.setdefault(family_of(r.domain), []).append(r)
-        cells.setdefault("/".join(domain_cell(r.domain)), []).append(r)
-        for name, value in r.verdict.components.items():
-            components.setdefault(name, []).append(float(value))
-    out: dict[str, float] = {}
-    for family, rs in groups.items():
-        out[f"by_family/{family}/reward"] = sum(r.reward for r in rs) / len(rs)
-        out[f"by_family/{family}/pass_rate"] = sum(r.verdict.passed for r in rs) / len(rs)
-        out[f"by_family/{family}/tokens"] = sum(sum(r.loss_mask) for r in rs) / len(rs)
-    for cell, rs in cells.items():
-        out[f"by_cell/{cell}/pass_rate"] = sum(r.verdict.passed for r in rs) / len(rs)
-    for name, values in components.items():
-        out[f"component/{name}"] = sum(values) / len(values)
-    return out
 
 
 def ramp_ceiling(cfg: GRPOConfig, step: int, elapsed_s: float) -> int | None:

@@ -64,7 +64,7 @@ from posttrain.train.mixture import (
     prompt_key,
 )
 from posttrain.train.monitor import TrainingMonitor
-from posttrain.train.recipe_inputs import split_off
+from posttrain.train.recipe_inputs import grpo_sampler, split_off
 from posttrain.train.reporter import Reporter
 from posttrain.train.resume import (
     GRPO_STATE,
@@ -98,24 +98,6 @@ class RecipeResult:
     comparisons: dict[str, PairedComparison] = field(default_factory=dict)
     stages: dict[str, dict[str, float]] = field(default_factory=dict)
     degraded_traces: dict[str, int] = field(default_factory=dict)  # TraceStore.degraded
-
-
-def grpo_sampler(
-    config: RunConfig, domains: list[Domain], mixture: list[float] | None, exclude: set[str]
-) -> TaskSampler:
-    """GRPO's task stream, with the curriculum settings of `config.grpo`."""
-    c = config.grpo
-    return TaskSampler(
-        domains,
-        "grpo",
-        c.difficulties,
-        weights=mixture,
-        exclude=exclude,
-        seed=config.seed,
-        adaptive=c.adaptive_difficulty,
-        floor=c.adaptive_floor,
-        cost_aware=c.adaptive_cost,
-    )
 
 
 class Pipeline:

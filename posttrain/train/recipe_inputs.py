@@ -19,7 +19,7 @@ from posttrain.config import ConfigError, RunConfig
 from posttrain.domains import get_domain, load_entry_points, register
 from posttrain.domains.base import Domain
 from posttrain.domains.dataset import DatasetDomain, DatasetError
-from posttrain.train.mixture import heldout_tasks
+from posttrain.train.mixture import TaskSampler, heldout_tasks
 
 T = TypeVar("T")
 
@@ -110,3 +110,21 @@ def split_off(items: list[T], held_out: int, seed: int) -> tuple[list[T], list[T
     random.Random(seed).shuffle(order)
     k = min(held_out, len(order) // 5)
     return order[k:], order[:k]
+
+
+def grpo_sampler(
+    config: RunConfig, domains: list[Domain], mixture: list[float] | None, exclude: set[str]
+) -> TaskSampler:
+    """GRPO's task stream, with the curriculum settings of `config.grpo`."""
+    c = config.grpo
+    return TaskSampler(
+        domains,
+        "grpo",
+        c.difficulties,
+        weights=mixture,
+        exclude=exclude,
+        seed=config.seed,
+        adaptive=c.adaptive_difficulty,
+        floor=c.adaptive_floor,
+        cost_aware=c.adaptive_cost,
+    )

@@ -10,7 +10,7 @@ import pytest
 from posttrain.config import load_config
 from posttrain.domains import STARTER_DOMAINS, get_domain
 from posttrain.train.mixture import TaskSampler, heldout_tasks, prompt_key
-from posttrain.train.pipeline import grpo_sampler
+from posttrain.train.recipe_inputs import grpo_sampler
 
 DOMAINS = [get_domain(i) for i in STARTER_DOMAINS]
 
