@@ -16,6 +16,10 @@ without `--out` it writes `RUN/export-FORMAT.jsonl`. Every command takes `--json
 except `export`. Bad input (a missing run or trace store, an unknown id, a bad format
 or suffix) exits with code 2 and one line naming it.
 
+`traces list` prints at most 100 rows as a table unless `--limit` is given (the
+count line covers every match; `--json` prints them all): rich lays a table out at
+about 1,400 rows a second, so the 128k failed rollouts of a demo run took 90 s.
+
 Not guaranteed: `traces list` orders by recording time and shows the first `--limit`
 rows; `rescore` of a large run replays every multi-turn rollout, which can take minutes.
 """
@@ -47,6 +51,7 @@ RunArg = Annotated[Path, typer.Argument(help="The run directory (the one holding
 DomainOpt = Annotated[str | None, typer.Option(help="A domain id or a family, e.g. arith.")]
 StageOpt = Annotated[str | None, typer.Option(help="A stage: sft, dpo, grpo, eval/LABEL ...")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+TABLE_ROWS = 100  # rows `traces list` prints as a table without --limit (the count is of all)
 
 
 @traces_app.command("list")
@@ -55,7 +60,10 @@ def traces_list(
     domain: DomainOpt = None,
     failed: Annotated[bool, typer.Option(help="Only rollouts that did not pass.")] = False,
     stage: StageOpt = None,
-    limit: Annotated[int | None, typer.Option(help="Show at most N rollouts.")] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(help=f"Show at most N rollouts (the table: {TABLE_ROWS} unless given)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Stored rollouts, in recording order: id, domain, stage, policy version, reward."""
@@ -64,15 +72,21 @@ def traces_list(
     if as_json:
         typer.echo(json.dumps([asdict(r) for r in rows], indent=1))
         return
+    shown = rows if limit is not None else rows[:TABLE_ROWS]  # rich lays out ~1.4k rows/s
     table = Table(
         Column("id", no_wrap=True), "domain", "stage", "policy", "reward", "passed", "error"
     )
-    for r in rows:
+    for r in shown:
         table.add_row(r.id[:12], r.domain, r.stage, str(r.policy_version), f"{r.reward:.3f}",
                       "yes" if r.passed else "[red]no[/]", _escape(_short(r.error or "", 50)))  # fmt: skip
     console.print(table)
     passed, errors = sum(r.passed for r in rows), sum(r.error is not None for r in rows)
     console.print(f"{len(rows)} rollouts: {passed} passed, {errors} with an error", highlight=False)
+    if len(shown) < len(rows):
+        console.print(
+            f"the table shows the first {len(shown)}: --limit N shows N, --json all of them",
+            highlight=False,
+        )
 
 
 @traces_app.command("show")

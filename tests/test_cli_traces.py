@@ -70,6 +70,24 @@ def test_list_filters_by_family_outcome_stage_and_limit(run: Path) -> None:
     assert [r["id"] for r in ok_json("traces", "list", run, "--domain", CALC, "--limit", "1")] == ["ca1c-pass-01"]  # fmt: skip
 
 
+def test_a_long_list_prints_the_first_rows_and_counts_them_all(
+    run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --limit the table stops at TABLE_ROWS (128k rows took rich 90 s); the count
+    line covers every match, and --limit or --json show more."""
+    import posttrain.cli_traces as cli_traces
+
+    monkeypatch.setattr(cli_traces, "TABLE_ROWS", 2)
+    result = posttrain("traces", "list", run)
+    assert result.exit_code == 0, result.output
+    assert "abc123aa-pas" in result.stdout and "held-0001" not in result.stdout
+    assert "7 rollouts: 3 passed, 1 with an error" in result.stdout
+    assert "the table shows the first 2: --limit N shows N, --json all" in result.stdout
+    full = posttrain("traces", "list", run, "--limit", "7")
+    assert "held-0001" in full.stdout and "the table shows" not in full.stdout
+    assert len(ok_json("traces", "list", run)) == 7
+
+
 def test_list_a_bad_limit_exits_2_naming_it(run: Path) -> None:
     result = posttrain("traces", "list", run, "--limit", "0")
     assert result.exit_code == 2
