@@ -24,6 +24,8 @@ ends before the deadline, so a timed-out attempt is never retried and a long
 the engine's own (httpx's per-read timeouts cannot bound a whole reply; cancelling a
 coroutine can), so a `transport` given for tests is an async one (`httpx.MockTransport`
 is both); when one request of a `generate` batch fails, the others are cancelled.
+`close` (from any thread) cancels the requests still in flight: their `generate` raises
+`EndpointError` saying the engine was closed, as does any call after it.
 
 The API key is read from the environment variable `api_key_env` (no header when
 it is unset).
@@ -47,6 +49,7 @@ messages are sent as `{"role": "tool", "content", "name"}` without a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import random
 import threading
@@ -131,6 +134,8 @@ class OpenAIEngine:
         )
         self._slots = asyncio.Semaphore(concurrency)
         self._jitter = random.Random()
+        self._closed = False  # set by `close`, under `_closing`: no new work after it
+        self._closing = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="openai", daemon=True)
         self._thread.start()
@@ -186,13 +191,27 @@ class OpenAIEngine:
         return model
 
     def close(self) -> None:
-        """Closes the connections and stops the engine's event loop; idempotent."""
-        if self._loop.is_closed():
-            return
-        self._run(self._client.aclose())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+        """Cancels the requests in flight (their callers get EndpointError), closes the
+        connections and stops the engine's event loop; idempotent, from any thread."""
+        with self._closing:
+            if self._closed:
+                return
+            self._closed = True  # `_run` schedules nothing after this
+            shutdown = asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
+        try:
+            shutdown.result()
+        finally:  # a stopped loop never finishes a task: cancelled above, none is left
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+            self._loop.close()
+
+    async def _shutdown(self) -> None:
+        me = asyncio.current_task()
+        pending = [t for t in asyncio.all_tasks() if t is not me]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        await self._client.aclose()
 
     def __enter__(self) -> OpenAIEngine:
         return self
@@ -201,8 +220,19 @@ class OpenAIEngine:
         self.close()
 
     def _run(self, work: Coroutine[Any, Any, T]) -> T:
-        """Runs `work` on the engine's event loop and waits for its result."""
-        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
+        """Runs `work` on the engine's event loop and waits for its result; EndpointError
+        when the engine is closed, before or while `work` runs."""
+        with self._closing:
+            if self._closed:
+                work.close()  # never started: no "coroutine was never awaited" warning
+                raise EndpointError(f"the engine for {self.base_url} is closed")
+            future = asyncio.run_coroutine_threadsafe(work, self._loop)
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:  # only `close` cancels work
+            raise EndpointError(
+                f"the engine for {self.base_url} was closed while a request was in flight"
+            ) from None
 
     async def _complete_all(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
         tasks = [asyncio.ensure_future(self._complete(r)) for r in requests]

@@ -371,3 +371,35 @@ def test_a_non_positive_timeout_is_refused() -> None:
     handler, _ = fake(lambda r: httpx.Response(200, json=reply()))
     with pytest.raises(ValueError, match="timeout_s must be > 0, got 0"):
         engine_for(handler, timeout_s=0)
+
+
+def test_close_ends_a_generate_in_flight_with_a_clear_error() -> None:
+    """close() stopped the loop under a waiting generate, which then waited forever."""
+    sent = threading.Event()
+
+    async def hang(request: httpx.Request) -> httpx.Response:
+        sent.set()
+        await asyncio.sleep(60)
+        return httpx.Response(200, json=reply())
+
+    handler, _ = fake(hang)
+    engine = engine_for(handler, timeout_s=60)
+    failures: list[BaseException] = []
+
+    def generate() -> None:
+        try:
+            ask(engine)
+        except BaseException as exc:
+            failures.append(exc)
+
+    caller = threading.Thread(target=generate, daemon=True)
+    caller.start()
+    assert sent.wait(5)
+    engine.close()
+    caller.join(5)
+    assert not caller.is_alive(), "generate still waits after close()"
+    assert len(failures) == 1 and isinstance(failures[0], EndpointError)
+    assert "closed while a request was in flight" in str(failures[0])
+    with pytest.raises(EndpointError, match="is closed"):
+        ask(engine)
+    engine.close()  # idempotent
