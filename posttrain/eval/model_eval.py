@@ -131,8 +131,8 @@ def run_defaults(spec: EvalSpec) -> tuple[EvalSpec, int]:
         max_tokens=spec.max_tokens
         or _typed(config, "max_new_tokens", data.get("max_new_tokens"), _INT),
     )
-    seed_offset = ev.get("seed_offset", DEFAULT_SEED_OFFSET)
-    return spec, _typed(config, "eval.seed_offset", seed_offset, _INT)
+    seed_offset = ev.get("seed_offset", DEFAULT_SEED_OFFSET)  # null is no offset: refused
+    return spec, _typed(config, "eval.seed_offset", seed_offset, _SET_INT)
 
 
 def _is_int(value: Any) -> bool:
@@ -141,6 +141,7 @@ def _is_int(value: Any) -> bool:
 
 # What run_defaults reads from a run's config.yaml: (description, check); None = unset.
 _INT = ("an integer", lambda v: v is None or _is_int(v))
+_SET_INT = ("an integer", _is_int)
 _INTS = (
     "a list of integers",
     lambda v: v is None or (isinstance(v, list) and all(map(_is_int, v))),

@@ -147,6 +147,7 @@ def test_a_run_directory_with_a_broken_config_yaml_is_named(tmp_path: Path, text
     [
         ("domains: arith/addition-v1\n", "domains must be a list of domain ids"),
         ("eval: {seed_offset: abc}\n", "eval.seed_offset must be an integer"),
+        ("eval: {seed_offset: null}\n", "eval.seed_offset must be an integer, got None"),
         ("eval: {tasks_per_domain: true}\n", "eval.tasks_per_domain must be an integer"),
         ("eval: {difficulties: [1, x]}\n", "eval.difficulties must be a list of integers"),
         ("max_new_tokens: 2.5\n", "max_new_tokens must be an integer"),
