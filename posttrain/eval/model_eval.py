@@ -237,19 +237,25 @@ def run_eval(spec: EvalSpec) -> dict[str, Any]:
         tasks = heldout_tasks(domains, n, seed_offset + spec.seed * 10**6, levels)
     except ValueError as exc:  # a domain with fewer distinct prompts than --n
         raise EvalSpecError(f"--n {n} with --difficulties {levels}: {exc}") from None
-    engine, tokenizer, described = load_engine(spec)
     from posttrain.models.loading import context_window
 
-    max_context = context_window(getattr(engine, "model", None))  # a remote engine has none
-    result = evaluate("eval", tasks, engine, tokenizer, get_domain, max_tokens,
-                      max_context=max_context)  # fmt: skip
-    samples: dict[str, list[bool]] | None = None
-    draws = max(spec.k or 0, spec.samples or 0)
-    if draws:
-        params = SamplingParams(max_tokens=max_tokens, temperature=spec.temperature, n=draws)
-        groups = run_episodes(tasks, engine, tokenizer, params, get_domain,
-                              max_context=max_context)  # fmt: skip
-        samples = {t.id: [r.verdict.passed for r in g] for t, g in zip(tasks, groups, strict=True)}
+    engine, tokenizer, described = load_engine(spec)
+    try:
+        max_context = context_window(getattr(engine, "model", None))  # a remote engine: none
+        result = evaluate("eval", tasks, engine, tokenizer, get_domain, max_tokens,
+                          max_context=max_context)  # fmt: skip
+        samples: dict[str, list[bool]] | None = None
+        draws = max(spec.k or 0, spec.samples or 0)
+        if draws:
+            params = SamplingParams(max_tokens=max_tokens, temperature=spec.temperature, n=draws)
+            groups = run_episodes(tasks, engine, tokenizer, params, get_domain,
+                                  max_context=max_context)  # fmt: skip
+            samples = {t.id: [r.verdict.passed for r in g]
+                       for t, g in zip(tasks, groups, strict=True)}  # fmt: skip
+    finally:  # a remote engine holds connections and an event-loop thread
+        close = getattr(engine, "close", None)
+        if close is not None:
+            close()
     settings = {"n": n, "k": spec.k, "samples": draws, "temperature": spec.temperature,
                 "seed": spec.seed, "seed_offset": seed_offset, "difficulties": levels,
                 "max_tokens": max_tokens, "domains": [d.id for d in domains]}  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -46,6 +47,37 @@ def test_run_eval_scores_every_task_once_greedy_and_samples_for_pass_at_k() -> N
     assert doc["pass_at_k"]["k"] == 2 and 0 <= doc["pass_at_k"]["overall"] <= 1
     assert doc["settings"]["seed_offset"] == 10**9 and doc["settings"]["n"] == 3
     assert doc["per_domain"]["tools/calculator-v1"]["cell"][2] == "multi"
+
+
+def test_run_eval_closes_the_engine_it_opened(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An `openai:` engine holds connections and an event-loop thread; run_eval left it open."""
+    import posttrain.eval.model_eval as model_eval
+
+    opened = []
+
+    class Closable:
+        def __init__(self, engine: Any) -> None:
+            self.engine, self.closed = engine, False
+
+        def generate(self, requests: Any) -> Any:
+            return self.engine.generate(requests)
+
+        def update_weights(self, state_dict: Any) -> None:
+            self.engine.update_weights(state_dict)
+
+        def close(self) -> None:
+            self.closed = True
+
+    real = model_eval.load_engine
+
+    def load(spec: EvalSpec) -> tuple[Any, Any, str]:
+        engine, tokenizer, described = real(spec)
+        opened.append(Closable(engine))
+        return opened[-1], tokenizer, described
+
+    monkeypatch.setattr(model_eval, "load_engine", load)
+    run_eval(EvalSpec("tiny", ["arith/addition-v1"], n=2))
+    assert len(opened) == 1 and opened[0].closed
 
 
 def test_the_seed_picks_a_disjoint_task_set() -> None:
