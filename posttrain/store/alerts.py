@@ -108,7 +108,8 @@ class AlertMonitor:
         # entropy and mismatch, the very breakage these rules are for.
         if values.get("entropy") is not None:
             e = float(values["entropy"])
-            check("entropy_collapse", "entropy", not e >= t.entropy_min, t.entropy_min,
+            low = not (math.isfinite(e) and e >= t.entropy_min)  # +inf is no healthy figure
+            check("entropy_collapse", "entropy", low, t.entropy_min,
                   f"entropy collapsed to {e:.4g} nats/token (threshold {t.entropy_min})"
                   + _not_finite(e))  # fmt: skip
         for kind, metric, threshold, what in (
@@ -121,7 +122,7 @@ class AlertMonitor:
                 check(
                     kind,
                     metric,
-                    not v <= threshold,
+                    not (math.isfinite(v) and v <= threshold),
                     threshold,
                     f"{what} at {v:.4g} (threshold {threshold})" + _not_finite(v),
                 )

@@ -90,6 +90,8 @@ def test_missing_metrics_and_non_finite_jump_metrics_are_not_checked(tmp_path: P
     ("kind", "change"),
     [
         ("entropy_collapse", {"entropy": float("nan")}),
+        ("entropy_collapse", {"entropy": float("inf")}),
+        ("sandbox_errors", {"sandbox_error_rate": float("-inf")}),
         ("logprob_mismatch", {"logprob_mismatch": float("nan")}),
         ("logprob_mismatch", {"logprob_mismatch": float("inf")}),
         ("verifier_errors", {"verifier_error_rate": float("nan")}),
