@@ -5,12 +5,16 @@ tensors scores token t+1. `loss_mask` marks sampled (assistant) tokens; environm
 and prompt tokens are 0. Sequences are right-padded (`pack`: one sequence per row), or
 packed several to a row (`pack_rows`: position ids restart at each sequence and
 attention stays within it).
+
+Only a rollout's trained part is packed and measured (`trained_part`, `sequence_length`):
+environment tokens after its last sampled token (the observations of an episode's last
+allowed turn) change no loss and no gradient, as nothing trained attends to them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from transformers import PreTrainedModel
@@ -49,6 +53,34 @@ class TokenBatch:
         return {"input_ids": self.input_ids, "position_ids": self.position_ids, "use_cache": False}
 
 
+def trained_completion_length(r: Rollout) -> int:
+    """How many completion tokens the trainers run: up to and including the last one
+    with loss mask 1. A rollout without any (nothing sampled, or a crash) keeps its
+    whole completion, so it is packed as it always was."""
+    for k in range(len(r.loss_mask) - 1, -1, -1):
+        if r.loss_mask[k]:
+            return k + 1
+    return len(r.completion_ids)
+
+
+def trained_part(r: Rollout) -> Rollout:
+    """`r` without the environment tokens after its last sampled token (`r` itself when
+    there are none). Causal attention means no trained position sees them, and their
+    loss mask is 0, so the loss and its gradients are those of the whole rollout."""
+    n = trained_completion_length(r)
+    if n == len(r.completion_ids):
+        return r
+    return replace(
+        r, completion_ids=r.completion_ids[:n], loss_mask=r.loss_mask[:n], logprobs=r.logprobs[:n]
+    )
+
+
+def sequence_length(r: Rollout) -> int:
+    """Tokens of `r` that the trainers run (prompt + `trained_completion_length`): the
+    length that plans micro-batches and packed rows."""
+    return len(r.prompt_ids) + trained_completion_length(r)
+
+
 def check_prompts(rollouts: Sequence[Rollout]) -> None:
     """Refuse a rollout without prompt tokens: position t scores token t+1, so its
     first completion token would go unscored (padded) or be scored from the previous
@@ -70,7 +102,9 @@ def model_device(model: torch.nn.Module) -> torch.device:
 def pack(
     rollouts: Sequence[Rollout], pad_id: int, device: torch.device | str | None = None
 ) -> TokenBatch:
+    """One right-padded row per rollout's trained part (`trained_part`)."""
     check_prompts(rollouts)
+    rollouts = [trained_part(r) for r in rollouts]
     seqs = [r.prompt_ids + r.completion_ids for r in rollouts]
     width = max(len(s) for s in seqs)
     ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
@@ -106,7 +140,7 @@ def pack_rows(
     rollouts: Sequence[Rollout], pad_id: int, width: int, device: torch.device | str | None = None
 ) -> TokenBatch:
     """`rollouts` concatenated into rows of at most `width` tokens (`plan_rows`)."""
-    lengths = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
+    lengths = [sequence_length(r) for r in rollouts]
     rows = [[rollouts[i] for i in row] for row in plan_rows(lengths, width)]
     return rows_batch(rows, pad_id, device)
 
@@ -114,14 +148,15 @@ def pack_rows(
 def rows_batch(
     rows: Sequence[Sequence[Rollout]], pad_id: int, device: torch.device | str | None = None
 ) -> TokenBatch:
-    """One row per entry of `rows`, its sequences concatenated, right-padded to the
-    longest row.
+    """One row per entry of `rows`, its sequences (trained parts, `trained_part`)
+    concatenated, right-padded to the longest row.
 
     Each sequence's position ids start at 0, so the model attends within it only
     (`TokenBatch.model_inputs`); the padding is one more sequence, with loss mask 0. A
     row's last token of one sequence "predicts" the next sequence's first token, a
     prompt token whose loss mask is always 0, so the loss is the padded batch's."""
     check_prompts([r for row in rows for r in row])
+    rows = [[trained_part(r) for r in row] for row in rows]
     T = max(sum(len(r.prompt_ids) + len(r.completion_ids) for r in row) for row in rows)
     ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
     pos = torch.zeros((len(rows), T), dtype=torch.long)
@@ -165,7 +200,7 @@ def token_budget_split(lengths: Sequence[int], budget: int | None) -> list[list[
 def micro_split(rollouts: Sequence[Rollout], idx: list[int], budget: int | None) -> list[list[int]]:
     """The rollout indices `idx` of one minibatch as micro-batches of at most `budget`
     padded tokens each (`token_budget_split`)."""
-    lengths = [len(rollouts[j].prompt_ids) + len(rollouts[j].completion_ids) for j in idx]
+    lengths = [sequence_length(rollouts[j]) for j in idx]
     return [[idx[k] for k in group] for group in token_budget_split(lengths, budget)]
 
 
@@ -203,7 +238,7 @@ def sequence_logprob_sums(
 
     Forward passes of at most `max_tokens` padded tokens each (`token_budget_split`;
     None: all at once), so the attention scores' T² stays bounded on long sequences."""
-    lengths = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
+    lengths = [sequence_length(r) for r in rollouts]
     device = model_device(model)
     sums = torch.zeros(len(rollouts), device=device)
     with torch.no_grad():

@@ -41,6 +41,7 @@ from posttrain.train.batches import (
     batch_logprobs,
     model_device,
     pack,
+    sequence_length,
     sequence_logprob_sums,
     token_budget_split,
 )
@@ -132,8 +133,7 @@ def pair_micro_batches(
     """The pair indices `idx` of one batch as micro-batches whose chosen and rejected
     rows, padded to the longest, hold at most `budget` tokens (a longer pair alone)."""
     lengths = [
-        max(len(s.prompt_ids) + len(s.completion_ids) for s in (pairs[j].chosen, pairs[j].rejected))
-        for j in idx
+        max(sequence_length(pairs[j].chosen), sequence_length(pairs[j].rejected)) for j in idx
     ]
     half = None if budget is None else budget // 2  # each pair is two rows
     return [[idx[k] for k in group] for group in token_budget_split(lengths, half)]

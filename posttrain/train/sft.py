@@ -44,6 +44,7 @@ from posttrain.train.batches import (
     pack,
     plan_rows,
     rows_batch,
+    sequence_length,
 )
 from posttrain.train.distributed import DistributedError, gradient_sync, local_share, main_only
 from posttrain.types import Rollout
@@ -226,7 +227,7 @@ def _accumulate(
     backward all-reduces. With `pack_tokens` each micro-batch's sequences are packed
     into rows of at most that many tokens (`_micro_batches`): the same loss, fewer pads.
     """
-    ordered = sorted(batch, key=lambda r: len(r.prompt_ids) + len(r.completion_ids))
+    ordered = sorted(batch, key=sequence_length)
     tokens = float(sum(sum(r.loss_mask) for r in batch)) or 1.0
     # Never empty when the batch is a multiple of the world; else a stand-in of weight 0.
     ordered, present = local_share(ordered)
@@ -257,7 +258,7 @@ def _micro_batches(
         size = -(-len(ordered) // micro)
         return [(pack(ordered[i : i + size], pad_id, device), 1.0)
                 for i in range(0, len(ordered), size)]  # fmt: skip
-    lengths = [len(r.prompt_ids) + len(r.completion_ids) for r in ordered]
+    lengths = [sequence_length(r) for r in ordered]
     rows = [[ordered[i] for i in row] for row in plan_rows(lengths, pack_tokens)]
     runs = [rows[k::micro] for k in range(micro)]  # similar fill in every run
     return [(rows_batch(run, pad_id, device), 1.0) if run

@@ -12,7 +12,8 @@ training (activation checkpointing) is refused with a ValueError. The work saved
 the prompt positions of all but one rollout per prompt: (G - 1) / G of the prompt
 tokens.
 
-The result is laid out as `pack`'s [R, T-1] (position t scores token t+1), zero at
+Like `pack`, it runs each rollout's trained part only (`batches.trained_part`). The
+result is laid out as `pack`'s [R, T-1] (position t scores token t+1), zero at
 prompt positions and padding, where `pack`'s loss mask is 0, so losses, probes and the
 `TokenBatch` of the same rollouts are used unchanged.
 
@@ -38,7 +39,13 @@ from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
 from posttrain.config import GRPOConfig
-from posttrain.train.batches import TokenBatch, batch_logprobs, batch_logprobs_entropy
+from posttrain.train.batches import (
+    TokenBatch,
+    batch_logprobs,
+    batch_logprobs_entropy,
+    trained_completion_length,
+    trained_part,
+)
 from posttrain.types import Rollout
 
 
@@ -66,6 +73,7 @@ def shared_logprobs(
     with `entropy` the detached entropy (nats) of each scored position, else None."""
     if not rollouts or any(not r.prompt_ids for r in rollouts):
         raise ValueError("shared_logprobs needs rollouts with a prompt each")
+    rollouts = [trained_part(r) for r in rollouts]
     prompts, owners = prompt_owners(rollouts)
     owner = torch.tensor(owners)  # [R]
     device = next(model.parameters()).device
@@ -145,8 +153,9 @@ def _to_pack_layout(
 def group_split(rollouts: Sequence[Rollout], idx: list[int], budget: int | None) -> list[list[int]]:
     """The rollout indices `idx` as micro-batches of whole prompt groups, each costing at
     most `budget` padded positions as `shared_logprobs` lays them out (prompts: distinct
-    ones × their longest; completions: rows × the longest); a group over the budget alone
-    gets a micro-batch of its own. Groups keep their first-seen order; `None`: one."""
+    ones × their longest; completions: rows × the longest trained part); a group over
+    the budget alone gets a micro-batch of its own. Groups keep their first-seen order;
+    `None`: one."""
     groups: dict[tuple[int, ...], list[int]] = {}
     for j in idx:
         groups.setdefault(tuple(rollouts[j].prompt_ids), []).append(j)
@@ -166,7 +175,7 @@ def group_split(rollouts: Sequence[Rollout], idx: list[int], budget: int | None)
 
 def _cost(rollouts: Sequence[Rollout], groups: list[list[int]]) -> int:
     prompt = max(len(rollouts[g[0]].prompt_ids) for g in groups)
-    completion = max(len(rollouts[j].completion_ids) for g in groups for j in g)
+    completion = max(trained_completion_length(rollouts[j]) for g in groups for j in g)
     rows = sum(len(g) for g in groups)
     return len(groups) * prompt + rows * completion
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from posttrain.config import GRPOConfig
-from posttrain.train.batches import batch_logprobs_entropy, pack
+from posttrain.train.batches import batch_logprobs_entropy, pack, trained_completion_length
 from posttrain.train.shared_prefix import group_split, prompt_owners, shared_logprobs
 from posttrain.types import Message, Rollout, Verdict
 from tests.train.test_grpo import EvenFirstToken, run_grpo
@@ -58,8 +58,9 @@ def test_logprobs_and_entropy_match_one_padded_row_per_rollout(
     assert got.shape == want.shape and entropy is not None
     scored = batch.attention_mask[:, 1:].bool()  # [R, T-1]: positions with a next token
     completion = torch.zeros_like(scored)
-    for i, r in enumerate(rollouts):
-        completion[i, len(r.prompt_ids) - 1 : len(r.prompt_ids) - 1 + len(r.completion_ids)] = True
+    for i, r in enumerate(rollouts):  # the trained part: a masked tail is not run
+        p = len(r.prompt_ids)
+        completion[i, p - 1 : p - 1 + trained_completion_length(r)] = True
     assert torch.allclose(got[completion], want[completion], atol=1e-4)
     assert torch.allclose(entropy[completion], want_entropy[completion], atol=1e-4)
     assert (got[scored & ~completion] == 0).all()  # prompt positions: loss mask 0 there
