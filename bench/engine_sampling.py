@@ -5,16 +5,18 @@
 Both sides sample `n` completions for each of `prompts` chat prompts from the same
 tiny model (fixed size, float32, same thread count, same token budget, no early
 stop: eos is suppressed by min_new_tokens on the baseline and by a budget-length
-check on ours). The baseline is `model.generate(num_return_sequences=n,
-do_sample=True, output_scores=True)`, which repeats every prompt n times before
-prefill; the engine prefills each prompt once and shares the cache. Prints
-tokens/s for each and the ratio.
+check on ours), at temperature 1 over the whole vocabulary (the baseline passes
+`top_k=0`: `generate` would otherwise cut every step to the top 50 tokens). The
+baseline is `model.generate(num_return_sequences=n, do_sample=True, top_k=0,
+output_scores=True)`, which repeats every prompt n times before prefill; the engine
+prefills each prompt once and shares the cache. Prints tokens/s for each and the ratio.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 import torch
 
@@ -22,6 +24,31 @@ from posttrain.domains import get_domain
 from posttrain.engines import GenerationRequest, HFEngine, SamplingParams
 from posttrain.models import TinyModelSpec, build_tiny_model, build_tokenizer
 from posttrain.rollout.episode import prompt_ids
+
+
+def baseline(model: Any, tok: Any, prompts: list[list[int]], n: int, max_tokens: int) -> int:
+    """`generate` sampling `n` completions of `max_tokens` for each prompt (left-padded,
+    no early stop, full-vocabulary sampling, scores kept); the tokens it generated."""
+    width = max(len(p) for p in prompts)
+    ids = torch.tensor([[tok.pad_token_id] * (width - len(p)) + p for p in prompts])
+    mask = (
+        torch.arange(width)[None, :] >= torch.tensor([width - len(p) for p in prompts])[:, None]
+    ).long()
+    with torch.no_grad():
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            do_sample=True,
+            top_k=0,  # generate()'s default is top-k 50; ours samples the full softmax
+            num_return_sequences=n,
+            max_new_tokens=max_tokens,
+            min_new_tokens=max_tokens,  # the baseline may not stop before the budget
+            output_scores=True,
+            return_dict_in_generate=True,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+        )
+    return int((out.sequences.shape[1] - width) * out.sequences.shape[0])
 
 
 def main() -> None:
@@ -35,7 +62,6 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     tok = build_tokenizer()
     model = build_tiny_model(tok, seed=0, spec=TinyModelSpec()).eval()
-    eos = tok.eos_token_id  # the baseline may not stop before the budget (min_new_tokens)
     domain = get_domain("list/sort-v1")
     prompts = [prompt_ids(tok, domain.generate(i, 10)) for i in range(args.prompts)]
     engine = HFEngine(model, tok, max_batch_rows=args.prompts * args.n, seed=0)
@@ -46,29 +72,11 @@ def main() -> None:
         out = engine.generate([GenerationRequest(p, params) for p in prompts])
         return sum(len(c.token_ids) for group in out for c in group)
 
-    def baseline() -> int:
-        width = max(len(p) for p in prompts)
-        ids = torch.tensor([[tok.pad_token_id] * (width - len(p)) + p for p in prompts])
-        mask = (
-            torch.arange(width)[None, :] >= torch.tensor([width - len(p) for p in prompts])[:, None]
-        ).long()
-        with torch.no_grad():
-            out = model.generate(
-                input_ids=ids,
-                attention_mask=mask,
-                do_sample=True,
-                num_return_sequences=args.n,
-                max_new_tokens=args.max_tokens,
-                min_new_tokens=args.max_tokens,
-                output_scores=True,
-                return_dict_in_generate=True,
-                pad_token_id=tok.pad_token_id,
-                eos_token_id=eos,
-            )
-        return int((out.sequences.shape[1] - width) * out.sequences.shape[0])
-
     results = {}
-    for name, fn in (("baseline generate()", baseline), ("HFEngine", ours)):
+    for name, fn in (
+        ("baseline generate()", lambda: baseline(model, tok, prompts, args.n, args.max_tokens)),
+        ("HFEngine", ours),
+    ):
         fn()  # warm-up
         best = float("inf")
         tokens = 0
