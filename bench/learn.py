@@ -37,7 +37,9 @@ tests on `correct`: ours vs base, trl vs base, ours vs trl; `gain` = final - bas
 Output: progress lines, a table, and as the last line one JSON object (also saved as
 OUT_DIR/NAME/learn.json): `rates` (checkpoint → completed/format/correct, plus
 `correct_by_op`), `tests`, `gains`, `training` (per arm: wall and CPU seconds, steps),
-`peak_rss_gib` (this process and its children, after each arm), `settings` (both
+`peak_rss_gib` (per arm: the peak resident memory of this process and all its
+descendants while that arm trained and was scored, `bench/peak_memory.py`'s
+`TreePeak`; the second arm's includes what the first left resident), `settings` (both
 arms'), `heldout_tasks`, `heldout_ids_sha256` (every checkpoint is checked to have
 been scored on exactly these tasks, in order), `correct_per_task` (checkpoint → one
 `0`/`1` character per held-out task, in order: pairs runs with the same held-out set),
@@ -50,10 +52,10 @@ runs. A wall-clock budget depends on the machine's load: run nothing else beside
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import os
-import resource
 import sys
 import time
 from datetime import UTC, datetime
@@ -64,6 +66,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # train_trl, transfer beside this file
 
+from peak_memory import TreePeak  # noqa: E402
 from transfer import PrintReporter, comparison_doc, rate_doc  # noqa: E402
 
 from posttrain.config import RunConfig, load_config  # noqa: E402
@@ -267,13 +270,6 @@ def scores(result: EvalResult, ops: dict[str, str]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def peak_rss_gib() -> float:
-    """Peak resident set of this process plus that of its largest finished child, GiB."""
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return round((own + children) / 2**20, 3)  # ru_maxrss is in KiB on Linux
-
-
 def figures(evals: dict[str, EvalResult], heldout: list[Task]) -> dict[str, Any]:
     order = [t.id for t in heldout]
     for name, e in evals.items():
@@ -340,12 +336,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     training: dict[str, Any] = {}
     peaks: dict[str, float] = {}
     if "ours" in args.arms:
-        ours, training["ours"] = run_ours(config)
+        with TreePeak() as peak:
+            ours, training["ours"] = run_ours(config)
         evals.update(ours)
-        peaks["after_ours"] = peak_rss_gib()
+        peaks["ours"] = peak.gib
     if "trl" in args.arms:
-        evals["trl"], training["trl"] = run_trl(args, config, heldout, root)
-        peaks["after_trl"] = peak_rss_gib()
+        gc.collect()  # what ours left behind should not count as TRL's
+        with TreePeak() as peak:
+            evals["trl"], training["trl"] = run_trl(args, config, heldout, root)
+        peaks["trl"] = peak.gib
     if "base" not in evals:  # TRL alone: score the base model too, on the same tasks
         from posttrain.engines.hf import HFEngine
         from posttrain.models.loading import context_window, load_policy

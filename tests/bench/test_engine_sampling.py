@@ -3,29 +3,11 @@ the whole vocabulary, no top-k cut (`generate` applies top-k 50 unless told not 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 from transformers.generation import utils as generation_utils
 
 from posttrain.models import TinyModelSpec, build_tiny_model, build_tokenizer
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-def load_script(name: str) -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
+from tests.bench import load_script
 
 
 def test_the_baseline_samples_the_full_vocabulary_without_top_k(
