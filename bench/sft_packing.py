@@ -3,9 +3,10 @@
     python bench/sft_packing.py [--steps 60] [--width 512] [--micro 4] [--batch 32]
 
 Builds the recipe's demonstrations (the `make demo` domains, difficulties 1..10, one
-thread), then times `--steps` SFT optimizer steps of the tiny model from the same
-seed twice: padded (`sft.pack_tokens` unset, the default) and packed into rows of at
-most `--width` tokens. Both arms see the same batches, micro-batches and settings,
+thread), runs a few untimed steps of each arm (the first SFT run in a process is
+slower, whichever arm it is), then times `--steps` SFT optimizer steps of the tiny
+model from the same seed twice: padded (`sft.pack_tokens` unset, the default) and
+packed into rows of at most `--width` tokens. Both arms see the same batches, micro-batches and settings,
 printed in the JSON. Tokens/s counts non-pad tokens. The last line is one JSON object
 with `packed_over_padded` (the speed ratio), each arm's tokens/s and padded-token
 share, and the loss after the last step of each (they train the same way).
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 
 import torch
 
@@ -54,6 +56,29 @@ def run(examples: list[Rollout], cfg: SFTConfig, pad_id: int) -> dict[str, float
             "pad_share": padded_share(examples, cfg, pad_id), "final_loss": res.train_loss}  # fmt: skip
 
 
+WARMUP_STEPS = 5
+
+
+Measure = Callable[[list[Rollout], SFTConfig, int], dict[str, float]]
+
+
+def compare(
+    examples: list[Rollout],
+    base: SFTConfig,
+    width: int,
+    pad_id: int,
+    measure: Measure | None = None,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """(padded, packed) figures, each arm warmed up untimed before either is timed."""
+    measure = run if measure is None else measure
+    arms = (base, base.model_copy(update={"pack_tokens": width}))
+    for cfg in arms:
+        steps = min(WARMUP_STEPS, cfg.max_steps)
+        measure(examples, cfg.model_copy(update={"max_steps": steps, "eval_every": steps}), pad_id)
+    padded, packed = (measure(examples, cfg, pad_id) for cfg in arms)
+    return padded, packed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=60)
@@ -69,13 +94,13 @@ def main() -> None:
     pad_id = policy.tokenizer.pad_token_id
     base = SFTConfig(batch_size=args.batch, micro_batches=args.micro, max_steps=args.steps,
                      eval_every=args.steps, max_minutes=60.0)  # fmt: skip
-    padded = run(examples, base, pad_id)
-    packed = run(examples, base.model_copy(update={"pack_tokens": args.width}), pad_id)
+    padded, packed = compare(examples, base, args.width, pad_id)
     print(json.dumps({
         "packed_over_padded": packed["tokens_per_s"] / padded["tokens_per_s"],
         "padded": padded, "packed": packed,
         "settings": {"threads": 1, "batch": args.batch, "micro_batches": args.micro,
-                     "steps": args.steps, "width": args.width, "examples": len(examples)},
+                     "steps": args.steps, "width": args.width, "examples": len(examples),
+                     "warmup_steps_per_arm": WARMUP_STEPS},
     }))  # fmt: skip
 
 
