@@ -62,16 +62,6 @@ def groups(seed: int, prompts: int = 3, group: int = 3) -> list[Rollout]:
     return out
 
 
-@pytest.fixture
-def scrambled(tiny_model: Any) -> Any:
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():  # outputs depend on the whole context
-        for name, param in tiny_model.named_parameters():
-            if "norm" not in name:
-                param.copy_(torch.randn(param.shape, generator=generator) * 0.3)
-    return tiny_model.train()
-
-
 def test_the_trained_part_ends_at_the_last_sampled_token() -> None:
     r = rollout([1, 2], [3, 4, 5], [1, 0, 1])
     cut = trained_part(with_tail(r))

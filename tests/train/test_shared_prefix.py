@@ -37,16 +37,6 @@ def groups_of_rollouts(seed: int, prompts: int = 5, group: int = 4) -> list[Roll
     return out
 
 
-@pytest.fixture
-def scrambled(tiny_model: Any) -> Any:
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():  # outputs depend on the whole context
-        for name, param in tiny_model.named_parameters():
-            if "norm" not in name:
-                param.copy_(torch.randn(param.shape, generator=generator) * 0.3)
-    return tiny_model.train()
-
-
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_logprobs_and_entropy_match_one_padded_row_per_rollout(
     scrambled: Any, temperature: float
