@@ -37,6 +37,7 @@ from posttrain.domains import all_domains, get_domain, load_entry_points
 from posttrain.domains.base import Domain
 from posttrain.domains.matrix import family_of, filter_domains, parse_axis_filter
 from posttrain.engines.base import Engine
+from posttrain.store.run_dir import load_yaml
 
 DEFAULT_SEED_OFFSET = 10**9
 
@@ -112,13 +113,9 @@ def run_defaults(spec: EvalSpec) -> tuple[EvalSpec, int]:
     if not (path.is_dir() and config.is_file()):
         return spec, DEFAULT_SEED_OFFSET
     try:
-        data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+        data = load_yaml(config.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise EvalSpecError(f"{config} cannot be read as a run's config: {exc}") from None
-    except RecursionError:  # PyYAML composes nested [ ] and { } recursively
-        raise EvalSpecError(
-            f"{config} cannot be read as a run's config: it nests too deeply"
-        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("eval", {}), dict):
         raise EvalSpecError(f"{config} is not a run's config: it must hold a mapping of settings")
     ev = data.get("eval", {})

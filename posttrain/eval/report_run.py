@@ -17,7 +17,7 @@ import yaml
 
 from posttrain.eval.results import ResultsFileError, load_results
 from posttrain.store.metrics import read_metrics
-from posttrain.store.run_dir import RunDir
+from posttrain.store.run_dir import RunDir, load_yaml
 
 CHECKPOINTS = ("untrained", "sft", "dpo", "grpo", "control")
 
@@ -44,12 +44,10 @@ def load_run(run: RunDir) -> RunFiles:
         r.notes["config"] = "config.yaml is missing"
     else:
         try:
-            data = yaml.safe_load(run.config_path.read_text(encoding="utf-8"))
+            data = load_yaml(run.config_path.read_text(encoding="utf-8"))
             r.config = data if isinstance(data, dict) else {}
         except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
             r.notes["config"] = f"config.yaml cannot be read: {exc}"
-        except RecursionError:  # PyYAML composes nested [ ] and { } recursively
-            r.notes["config"] = "config.yaml cannot be read: it nests too deeply to parse"
     if not run.metrics_path.is_file():
         r.notes["metrics"] = "metrics.jsonl is missing"
     else:

@@ -167,13 +167,11 @@ class RunDir:
         """The mapping stored in `config.yaml`; RunDirError naming the file when it is
         missing, unreadable, not YAML or not a mapping."""
         try:
-            data = yaml.safe_load(self.config_path.read_text(encoding="utf-8"))
+            data = load_yaml(self.config_path.read_text(encoding="utf-8"))
         except OSError as e:
             raise RunDirError(f"{self.config_path} cannot be read: {_why(e)}") from e
         except (yaml.YAMLError, UnicodeDecodeError) as e:
             raise RunDirError(f"{self.config_path} is not valid YAML: {e}") from e
-        except RecursionError:  # PyYAML composes nested [ ] and { } recursively
-            raise RunDirError(f"{self.config_path} nests too deeply to parse") from None
         if not isinstance(data, dict):
             raise RunDirError(f"{self.config_path} does not hold a mapping")
         return data
@@ -181,6 +179,23 @@ class RunDir:
     def write_summary(self, markdown: str) -> None:
         """Write `summary.md`, atomically."""
         atomic_write_text(self.summary_path, markdown)
+
+
+class YAMLTooDeepError(yaml.YAMLError):
+    """YAML nested too deeply for PyYAML, which composes [ ] and { } recursively."""
+
+    def __str__(self) -> str:
+        return "it nests lists or mappings too deeply to parse"
+
+
+def load_yaml(text: str) -> Any:
+    """`yaml.safe_load`, with nesting too deep to parse raised as a `yaml.YAMLError`
+    (`YAMLTooDeepError`) instead of a RecursionError, so a reader's handling of bad
+    YAML covers it (a run's config.yaml may have been edited by hand)."""
+    try:
+        return yaml.safe_load(text)
+    except RecursionError:
+        raise YAMLTooDeepError() from None
 
 
 def _utc_stamp() -> str:

@@ -236,7 +236,7 @@ def test_unreadable_sources_are_named_not_fatal(full_run: RunDir) -> None:
 def test_a_config_yaml_nested_too_deeply_is_named_not_fatal(tmp_path: Path) -> None:
     run = RunDir.create(tmp_path, "deep")
     run.config_path.write_text("domains: " + "[" * 20000, encoding="utf-8")  # RecursionError
-    assert "config.yaml cannot be read: it nests too deeply" in _report(run)
+    assert "config.yaml cannot be read: it nests lists or mappings too deeply" in _report(run)
 
 
 def test_strings_from_the_run_are_escaped(tmp_path: Path) -> None:
