@@ -336,7 +336,11 @@ def test_a_recipe_from_a_pipe_is_read(tmp_path: Path) -> None:
     try:
         assert load_config(pipe).seed == 7
     finally:
-        if writer.is_alive():  # the reader failed before opening: unblock the writer
+        # A writer still alive after the read may only be closing: opening the pipe then
+        # would wait for a writer forever. Only one still blocked in open() after a wait
+        # means the reader failed before opening; a reader then unblocks it.
+        writer.join(timeout=10)
+        if writer.is_alive():
             with pipe.open(encoding="utf-8") as f:
                 f.read()
         writer.join()
