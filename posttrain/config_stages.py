@@ -157,6 +157,11 @@ class GRPOConfig(_Strict):
     overlong_filter: bool = Field(
         False, description="DAPO: rollouts cut by the token budget are left out of the loss"
     )
+    guidance: bool = Field(
+        False,
+        description="off-policy guidance (LUFFY): in a group whose samples all failed, the "
+        "task's verified reference replaces the last sample, so the group has a gradient",
+    )
     reward_component: str | None = Field(
         None,
         description="advantages from this verdict component (in [0, 1]) where a verdict has "

@@ -10,12 +10,15 @@ from. The rollout's own sampling logprobs are the "old" logprobs of the ratio.
 `cfg.loss` picks the variant (`loss_plan`): the advantage baseline, the loss
 aggregation and the ratio level. With `cfg.tis_cap` the old logprobs are instead
 recomputed by the training model before the step's first update, and each token's
-loss is weighted by the truncated ratio of those to the rollout logprobs (TIS).
+loss is weighted by the truncated ratio of those to the rollout logprobs (TIS). With
+`cfg.guidance` a group whose samples all failed gets its task's reference in place of
+its last sample (`train/guidance.py`), so that it has a gradient too.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +34,7 @@ from posttrain.ranks import all_reduce_sum, is_distributed, world_size
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.train.batches import TokenBatch, micro_split, model_device, pack
 from posttrain.train.distributed import PolicyReplica, gradient_sync, local_share, main_only, unwrap
+from posttrain.train.guidance import all_failed, guide
 from posttrain.train.losses import (
     batch_advantages,
     group_spread,
@@ -215,11 +219,20 @@ def train_grpo(
                 sampler.window = (max(1, ceiling - 2), ceiling)
             sampled = source.batch(prompts_per_step, version=step)
             for _ in range(cfg.refill_rounds):  # DAPO dynamic sampling
-                spread_groups = [g for g in sampled if has_spread(g[1], shaping)]
-                if len(spread_groups) >= prompts_per_step:
+                signal = [g for g in sampled if has_signal(g[1], shaping, cfg.guidance)]
+                if len(signal) >= prompts_per_step:
                     break
-                sampled += source.batch(prompts_per_step - len(spread_groups), version=step)
-            batch_groups = select_groups(sampled, prompts_per_step, cfg.refill_rounds > 0, shaping)
+                sampled += source.batch(prompts_per_step - len(signal), version=step)
+            batch_groups = select_groups(
+                sampled, prompts_per_step, cfg.refill_rounds > 0, shaping, cfg.guidance
+            )
+            drawn = [r for _, g in batch_groups for r in g]  # the policy's: what is logged
+            guided: dict[str, float] = {}
+            if cfg.guidance:  # a reference in each all-failed group (`train/guidance.py`)
+                reward_of = functools.partial(trained_reward, component=shaping)
+                batch_groups, guided = guide(
+                    batch_groups, plain, tokenizer, get_domain, reward_of, pad_id, cfg.temperature
+                )
             tasks = [task for task, _ in batch_groups]
             rollouts = [r for _, g in batch_groups for r in g]  # [B*G], groups contiguous
             every = [r for _, g in sampled for r in g]
@@ -337,7 +350,7 @@ def train_grpo(
             mean_reward = sum(r.reward for r in every) / len(every)
             rewards_seen.append(mean_reward)
             if log is not None:
-                lengths = [sum(r.loss_mask) for r in rollouts]
+                lengths = [sum(r.loss_mask) for r in drawn]
                 log(
                     step,
                     {
@@ -347,17 +360,18 @@ def train_grpo(
                         "groups_sampled": float(len(sampled)),
                         "groups_with_signal": float(spread.float().mean()),
                         "completion_tokens": sum(lengths) / len(lengths),
-                        "errors": float(sum(r.error is not None for r in rollouts)),
-                        **error_rates(rollouts),
-                        **tool_metrics(rollouts),
+                        "errors": float(sum(r.error is not None for r in drawn)),
+                        **error_rates(drawn),
+                        **tool_metrics(drawn),
                         "rollout_s": rollout_s,
                         "update_s": time.perf_counter() - t1,
                         "tokens_per_s": sum(lengths) / max(rollout_s, 1e-9),
                         "difficulty_mean": sum(t.difficulty for t in tasks) / len(tasks),
                         **{k: v / max(1, updates) for k, v in stats.items()},
                         **probe,
-                        **by_family(rollouts),
+                        **by_family(drawn),
                         **source.metrics(),
+                        **guided,
                         **(recorded or {}),
                     },
                 )
@@ -408,18 +422,26 @@ def has_spread(group: list[Rollout], component: str | None = None) -> bool:
     return len({trained_reward(r, component) for r in group if r.scored}) > 1
 
 
+def has_signal(group: list[Rollout], component: str | None, guidance: bool) -> bool:
+    """Whether a group can carry a gradient: reward spread, or with `guidance` every
+    sample failed (a reference will stand in for one, `train/guidance.py`)."""
+    reward_of = functools.partial(trained_reward, component=component)
+    return has_spread(group, component) or (guidance and all_failed(group, reward_of))
+
+
 def select_groups(
     sampled: list[tuple[Task, list[Rollout]]],
     count: int,
     signal_first: bool,
     component: str | None = None,
+    guidance: bool = False,
 ) -> list[tuple[Task, list[Rollout]]]:
-    """The step's `count` groups: as drawn, or (dynamic sampling) those with reward
-    spread first, topped up in draw order by the others when too few have it."""
+    """The step's `count` groups: as drawn, or (dynamic sampling) those with signal
+    (`has_signal`) first, topped up in draw order by the others when too few have it."""
     if not signal_first:
         return sampled[:count]
-    with_signal = [g for g in sampled if has_spread(g[1], component)]
-    rest = [g for g in sampled if not has_spread(g[1], component)]
+    with_signal = [g for g in sampled if has_signal(g[1], component, guidance)]
+    rest = [g for g in sampled if not has_signal(g[1], component, guidance)]
     return (with_signal + rest)[:count]
 
 
