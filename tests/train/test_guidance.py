@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 from typing import Any
 
 import pytest
 import torch
 
 from posttrain.config import GRPOConfig, load_config
+from posttrain.domains import get_domain
 from posttrain.engines import SamplingParams
 from posttrain.rollout.episode import run_episodes
 from posttrain.train.batches import batch_logprobs, pack
@@ -172,3 +174,21 @@ def test_the_curriculum_sees_the_policys_own_samples(tiny_model: Any, tokenizer:
     assert logged[0]["guided_groups"] == 1.0
     (rate,) = sampler.pass_rates.values()
     assert rate == pytest.approx(0.7 * 0.5)  # an EMA from 0.5 towards 0 of 4 passed
+
+
+def test_a_tool_domains_reference_is_replayed_with_its_observations(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    """A multi-turn reference: its tool results are environment tokens (mask 0, logprob
+    0), its assistant turns are scored by the policy."""
+    domain = get_domain("tools/calculator-v1")
+    groups = groups_of(tokenizer, domain, [["no", "nope"]])
+    assert all_failed(groups[0][1], reward)
+    out, stats = guide(groups, tiny_model, tokenizer, get_domain, reward, 0, 1.0)
+    assert stats["guided_groups"] == 1.0
+    guided = out[0][1][1]
+    assert guided.reward == 1.0 and len(guided.turns) > 1
+    runs = [mask for mask, _ in itertools.groupby(guided.loss_mask)]
+    assert runs[:3] == [1, 0, 1]  # a call, its observation, the answer
+    for logprob, mask in zip(guided.logprobs, guided.loss_mask, strict=True):
+        assert (logprob < 0) if mask else logprob == 0.0
