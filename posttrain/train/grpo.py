@@ -32,15 +32,14 @@ from posttrain.domains.base import Domain
 from posttrain.engines.base import Engine, SamplingParams
 from posttrain.ranks import all_reduce_sum, is_distributed, world_size
 from posttrain.rollout.context_strategy import OverLongPolicy
-from posttrain.train.batches import TokenBatch, micro_split, model_device, pack
+from posttrain.train.batches import micro_split, model_device, pack
 from posttrain.train.distributed import PolicyReplica, gradient_sync, local_share, main_only, unwrap
-from posttrain.train.guidance import all_failed, guide
+from posttrain.train.guidance import Guidance
 from posttrain.train.losses import (
     batch_advantages,
     group_spread,
     grpo_advantages,
     grpo_loss,
-    masked_mean,
     micro_batch_weight,
     rloo_advantages,
 )
@@ -52,10 +51,15 @@ from posttrain.train.resume import (
     restore_rank_rng,
     train_state,
 )
-from posttrain.train.rollout_metrics import by_family, error_rates, tool_metrics
+from posttrain.train.rollout_metrics import (
+    by_family,
+    error_rates,
+    policy_probe,
+    probe_means,
+    tool_metrics,
+)
 from posttrain.train.rollout_source import make_source
 from posttrain.train.shared_prefix import (
-    SharePlan,
     can_share,
     group_split,
     rollout_logprobs,
@@ -183,6 +187,12 @@ def train_grpo(
         max_tokens=max_tokens, temperature=cfg.temperature, top_p=cfg.top_p, n=cfg.group_size
     )
     prompts_per_step = cfg.batch_size // cfg.group_size
+    guidance = None
+    if cfg.guidance:  # references in all-failed groups (`train/guidance.py`)
+        guidance = Guidance(
+            plain, tokenizer, get_domain, functools.partial(trained_reward, component=cfg.reward_component),
+            pad_id, cfg.temperature, max_tokens, max_context, cfg.micro_batch_tokens,
+        )  # fmt: skip
     shaping = cfg.reward_component
     start = time.perf_counter()
     rewards_seen: list[float] = []
@@ -217,22 +227,20 @@ def train_grpo(
             ceiling = ramp_ceiling(cfg, step, elapsed)
             if ceiling is not None:
                 sampler.window = (max(1, ceiling - 2), ceiling)
+            guided: dict[str, float] = {}  # guidance's counts over the step's draws
             sampled = source.batch(prompts_per_step, version=step)
+            candidates = trainable(sampled, guidance, guided)
             for _ in range(cfg.refill_rounds):  # DAPO dynamic sampling
-                signal = [g for g in sampled if has_signal(g[1], shaping, cfg.guidance)]
-                if len(signal) >= prompts_per_step:
+                spread_groups = [g for g in candidates if has_spread(g[1], shaping)]
+                if len(spread_groups) >= prompts_per_step:
                     break
-                sampled += source.batch(prompts_per_step - len(signal), version=step)
+                more = source.batch(prompts_per_step - len(spread_groups), version=step)
+                sampled, candidates = sampled + more, candidates + trainable(more, guidance, guided)
             batch_groups = select_groups(
-                sampled, prompts_per_step, cfg.refill_rounds > 0, shaping, cfg.guidance
+                candidates, prompts_per_step, cfg.refill_rounds > 0, shaping
             )
-            drawn = [r for _, g in batch_groups for r in g]  # the policy's: what is logged
-            guided: dict[str, float] = {}
-            if cfg.guidance:  # a reference in each all-failed group (`train/guidance.py`)
-                reward_of = functools.partial(trained_reward, component=shaping)
-                batch_groups, guided = guide(
-                    batch_groups, plain, tokenizer, get_domain, reward_of, pad_id, cfg.temperature
-                )
+            as_sampled = {id(task): group for task, group in sampled}
+            drawn = [r for task, _ in batch_groups for r in as_sampled[id(task)]]  # logged
             tasks = [task for task, _ in batch_groups]
             rollouts = [r for _, g in batch_groups for r in g]  # [B*G], groups contiguous
             every = [r for _, g in sampled for r in g]
@@ -249,9 +257,7 @@ def train_grpo(
             scored = [r.scored for r in rollouts]  # False: a crash or a verifier that raised
             advantages, keep = step_advantages(rewards, cfg, scored)
             advantages = advantages.to(device)
-            truncated = [
-                r.turns[-1].finish_reason == "length" if r.turns else False for r in rollouts
-            ]
+            truncated = [cut_off(r) for r in rollouts]
             if cfg.overlong_filter:  # DAPO: a cut-off answer's reward says little about its tokens
                 keep = [i for i in keep if not truncated[i]]
             spread = group_spread(rewards, cfg.group_size)  # [B]
@@ -293,7 +299,7 @@ def train_grpo(
                         batch = pack(rows, pad_id, device)
                         if not probe:
                             out: list[torch.Tensor] = []
-                            probe = policy_probe(model, rows, batch, sharing, out)
+                            probe = policy_probe(model, rows, batch, sharing, out, present)
                             logprobs = out[0]
                         else:
                             logprobs = rollout_logprobs(model, rows, batch, sharing)[0]  # [b, T-1]
@@ -336,14 +342,14 @@ def train_grpo(
             if not probe:  # nothing was trained on: probe the batch anyway, it is the signal
                 with torch.no_grad():
                     head = rollouts[: cfg.minibatch_size]
-                    first_rows = local_share(head)[0]
+                    first_rows, present = local_share(head)
                     sharing = share_plan(cfg, trained, head)
-                    probe = policy_probe(
-                        model, first_rows, pack(first_rows, pad_id, device), sharing
-                    )
-            if is_distributed():  # every rank's contributions; the probe is a mean of ranks
+                    batch = pack(first_rows, pad_id, device)
+                    probe = policy_probe(model, first_rows, batch, sharing, weight=present)
+            if is_distributed():  # every rank's contributions
                 stats = dict(zip(stats, all_reduce_sum(list(stats.values())), strict=True))
-                probe = {k: v / ranks for k, v in zip(probe, all_reduce_sum(list(probe.values())), strict=True)}  # fmt: skip
+                probe = dict(zip(probe, all_reduce_sum(list(probe.values())), strict=True))
+            probe = probe_means(probe)
             if replica is not None:
                 replica.sync()
             source.updated(plain, version=step + 1)
@@ -356,7 +362,7 @@ def train_grpo(
                     {
                         "reward": mean_reward,
                         "pass_rate": sum(r.verdict.passed for r in every) / len(every),
-                        "truncated_frac": sum(truncated) / len(truncated),
+                        "truncated_frac": sum(map(cut_off, drawn)) / len(drawn),
                         "groups_sampled": float(len(sampled)),
                         "groups_with_signal": float(spread.float().mean()),
                         "completion_tokens": sum(lengths) / len(lengths),
@@ -408,6 +414,11 @@ def train_grpo(
     )
 
 
+def cut_off(rollout: Rollout) -> bool:
+    """Whether the rollout's last turn was cut by the token budget."""
+    return rollout.turns[-1].finish_reason == "length" if rollout.turns else False
+
+
 def trained_reward(rollout: Rollout, component: str | None = None) -> float:
     """What the advantages are computed from: the verdict's `component` when it has
     one (`grpo.reward_component`, dense shaping), else its reward."""
@@ -422,11 +433,17 @@ def has_spread(group: list[Rollout], component: str | None = None) -> bool:
     return len({trained_reward(r, component) for r in group if r.scored}) > 1
 
 
-def has_signal(group: list[Rollout], component: str | None, guidance: bool) -> bool:
-    """Whether a group can carry a gradient: reward spread, or with `guidance` every
-    sample failed (a reference will stand in for one, `train/guidance.py`)."""
-    reward_of = functools.partial(trained_reward, component=component)
-    return has_spread(group, component) or (guidance and all_failed(group, reward_of))
+def trainable(
+    groups: list[tuple[Task, list[Rollout]]], guidance: Guidance | None, counts: dict[str, float]
+) -> list[tuple[Task, list[Rollout]]]:
+    """The drawn groups as trained: with guidance, a reference in each all-failed group
+    where one can stand in (`train/guidance.py`), its counts added to `counts`."""
+    if guidance is None:
+        return groups
+    out, stats = guidance.apply(groups)
+    for key, value in stats.items():
+        counts[key] = counts.get(key, 0.0) + value
+    return out
 
 
 def select_groups(
@@ -434,37 +451,14 @@ def select_groups(
     count: int,
     signal_first: bool,
     component: str | None = None,
-    guidance: bool = False,
 ) -> list[tuple[Task, list[Rollout]]]:
-    """The step's `count` groups: as drawn, or (dynamic sampling) those with signal
-    (`has_signal`) first, topped up in draw order by the others when too few have it."""
+    """The step's `count` groups: as drawn, or (dynamic sampling) those with reward
+    spread first, topped up in draw order by the others when too few have it."""
     if not signal_first:
         return sampled[:count]
-    with_signal = [g for g in sampled if has_signal(g[1], component, guidance)]
-    rest = [g for g in sampled if not has_signal(g[1], component, guidance)]
+    with_signal = [g for g in sampled if has_spread(g[1], component)]
+    rest = [g for g in sampled if not has_spread(g[1], component)]
     return (with_signal + rest)[:count]
-
-
-def policy_probe(
-    model: PreTrainedModel,
-    rows: list[Rollout],
-    batch: TokenBatch,
-    share: SharePlan,
-    logprobs_out: list[Any] | None = None,
-) -> dict[str, float]:
-    """Entropy of the policy on the sampled tokens' positions and its gap to the rollout
-    logprobs, measured before any update of the step: then the trained policy is the
-    sampling policy, so the gap is the train/inference mismatch. `logprobs_out` receives
-    the forward's logprobs (with grad) for reuse."""
-    logprobs, entropy = rollout_logprobs(model, rows, batch, share, entropy=True)
-    assert entropy is not None
-    if logprobs_out is not None:
-        logprobs_out.append(logprobs)
-    gap = (logprobs.detach() - batch.old_logprobs).abs()
-    return {
-        "entropy": float(masked_mean(entropy, batch.loss_mask)),
-        "logprob_mismatch": float(masked_mean(gap, batch.loss_mask)),
-    }
 
 
 def ramp_ceiling(cfg: GRPOConfig, step: int, elapsed_s: float) -> int | None:

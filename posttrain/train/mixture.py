@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from posttrain.domains.base import Domain
+from posttrain.domains.base import prompt_key as messages_key
 from posttrain.types import Task
 
 # Each stream's seeds start at its own base, far apart, all below the held-out offset.
@@ -37,7 +38,11 @@ MAX_REDRAWS = 1_000
 
 
 def prompt_key(task: Task) -> str:
-    return task.domain + "\x00" + "\x00".join(m.content for m in task.prompt)
+    """A task's prompt as the held-out set and the task streams compare it: its domain,
+    then every message's role and content with whitespace runs collapsed
+    (`domains.base.prompt_key`, the key dataset domains split by). Copies that differ
+    only in whitespace are one prompt: held out once, and never drawn for training."""
+    return task.domain + "\x00" + messages_key(task.prompt)
 
 
 def heldout_tasks(

@@ -1,10 +1,18 @@
 """What GRPO logs about a step's rollouts besides reward and loss: verifier and sandbox
-error rates, tool-call outcomes, and figures per domain family, matrix cell and verdict
-component."""
+error rates, tool-call outcomes, figures per domain family, matrix cell and verdict
+component, and the policy probe (entropy, train/inference logprob mismatch)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import torch
+from transformers import PreTrainedModel
+
 from posttrain.domains.matrix import family_of
+from posttrain.train.batches import TokenBatch
+from posttrain.train.guidance import is_reference
+from posttrain.train.shared_prefix import SharePlan, rollout_logprobs
 from posttrain.types import Rollout
 
 
@@ -50,3 +58,37 @@ def by_family(rollouts: list[Rollout]) -> dict[str, float]:
     for name, values in components.items():
         out[f"component/{name}"] = sum(values) / len(values)
     return out
+
+
+def policy_probe(
+    model: PreTrainedModel,
+    rows: list[Rollout],
+    batch: TokenBatch,
+    share: SharePlan,
+    logprobs_out: list[Any] | None = None,
+    weight: float = 1.0,
+) -> dict[str, float]:
+    """Entropy of the policy on the sampled tokens' positions and its gap to the rollout
+    logprobs, measured before any update of the step: then the trained policy is the
+    sampling policy, so the gap is the train/inference mismatch. Guidance's references
+    (not sampled) are left out. Sums over the tokens, and their count, times `weight`
+    (0 for a rank's stand-in row), so that ranks add up; `probe_means` gives the means.
+    `logprobs_out` receives the forward's logprobs (with grad) for reuse."""
+    logprobs, entropy = rollout_logprobs(model, rows, batch, share, entropy=True)
+    assert entropy is not None
+    if logprobs_out is not None:
+        logprobs_out.append(logprobs)
+    gap = (logprobs.detach() - batch.old_logprobs).abs()
+    sampled = torch.tensor([not is_reference(r) for r in rows], device=gap.device)  # [b]
+    mask = batch.loss_mask * sampled[:, None]  # the policy's samples only
+    return {
+        "entropy": float((entropy * mask).sum()) * weight,
+        "logprob_mismatch": float((gap * mask).sum()) * weight,
+        "probe_tokens": float(mask.sum()) * weight,
+    }
+
+
+def probe_means(sums: dict[str, float]) -> dict[str, float]:
+    """`policy_probe`'s sums (added over ranks) as means per token."""
+    tokens = max(sums.get("probe_tokens", 0.0), 1.0)
+    return {k: v / tokens for k, v in sums.items() if k != "probe_tokens"}

@@ -55,6 +55,7 @@ class Args:
     kill_step: int = 0
     audit: str | None = None
     rollout: str = "lockstep"  # GRPO's rollout.mode: lockstep, or scheduled (on rank 0)
+    guidance: int = 0  # 1: GRPO with grpo.guidance, and every even-seed group fails
 
 
 def synthetic_rollout(rng: random.Random, i: int) -> Rollout:
@@ -184,12 +185,26 @@ def grpo_config(args: Args) -> GRPOConfig:
     about two rollouts, a KL term: every part of the update that ranks split."""
     return GRPOConfig(
         steps=args.steps, batch_size=8, group_size=4, minibatch_size=4, lr=1e-3,
-        kl_coef=0.05, micro_batch_tokens=40, max_minutes=10.0,
+        kl_coef=0.05, micro_batch_tokens=40, max_minutes=10.0, guidance=bool(args.guidance),
     )  # fmt: skip
 
 
+class SayYesOnOddSeeds(SayYes):
+    """SayYes, except that nothing passes on even seeds (where "maybe" is asked for): a
+    group that only guidance's reference gives a gradient."""
+
+    id = "test/say-yes-on-odd-seeds-v1"
+
+    def reference(self, task: Task) -> Reference:
+        return Reference.single("yes" if task.seed % 2 else "maybe")
+
+    def verify(self, task: Task, rollout: Rollout, session: Any) -> Verdict:
+        passed = rollout.final_text == ("yes" if task.seed % 2 else "maybe")
+        return Verdict(float(passed), passed, "as asked" if passed else "not as asked")
+
+
 def _run_grpo(args: Args, replica: ddist.PolicyReplica, tokenizer: Any, log: Any) -> None:
-    domain = SayYes()
+    domain = SayYesOnOddSeeds() if args.guidance else SayYes()
     train_grpo(
         replica.trained, tokenizer, ScriptedSampler(tokenizer),  # type: ignore[arg-type]
         TaskSampler([domain], "grpo"), lambda _: domain, grpo_config(args), max_tokens=8,

@@ -151,6 +151,17 @@ def test_ddp_grpo_with_the_scheduler_on_rank_zero_matches_the_single_process_run
 
 
 @pytest.mark.slow  # torchrun jobs; make test keeps the DDP job
+def test_ddp_grpo_with_guidance_matches_the_single_process_run(tmp_path: Path) -> None:
+    """Guidance replays references and scores them on every rank's share, gathered back:
+    both ranks train on the same groups, so the run is the single process's."""
+    single = run(Args(tasks="grpo", steps=3, guidance=1))["stats"]["grpo"]
+    assert [single[k]["guided_groups"] for k in sorted(single)] == [1.0, 1.0, 1.0]
+    job = torchrun(tmp_path, "--strategy", "ddp", "--tasks", "grpo", "--steps", "3",
+                   "--guidance", "1")  # fmt: skip
+    same_grpo_curve(job["stats"]["grpo"], {"grpo": as_str_keys(single)})
+
+
+@pytest.mark.slow  # torchrun jobs; make test keeps the DDP job
 def test_fsdp_grpo_matches_the_single_process_run(single: dict[str, Any], tmp_path: Path) -> None:
     job = torchrun(tmp_path, "--strategy", "fsdp", "--tasks", "grpo", "--steps", "3")
     same_grpo_curve(job["stats"]["grpo"], single)

@@ -16,9 +16,11 @@ from posttrain.domains import get_domain
 from posttrain.engines import SamplingParams
 from posttrain.rollout.episode import run_episodes
 from posttrain.train.batches import batch_logprobs, pack
-from posttrain.train.grpo import has_signal, train_grpo, trained_reward
-from posttrain.train.guidance import all_failed, guide
+from posttrain.train.grpo import train_grpo, trained_reward
+from posttrain.train.guidance import Guidance, all_failed, is_reference
 from posttrain.train.mixture import TaskSampler
+from posttrain.train.rollout_metrics import policy_probe, probe_means
+from posttrain.train.shared_prefix import SharePlan
 from posttrain.types import Reference, Rollout, Task, Verdict
 from tests.train.distributed_worker import SayYes
 from tests.train.test_grpo import ScriptedSampler, run_grpo, weights
@@ -67,12 +69,21 @@ def reward(r: Rollout) -> float:
     return trained_reward(r)
 
 
+def guide(
+    groups: list[tuple[Task, list[Rollout]]], model: Any, tokenizer: Any, domain: Any,
+    reward_of: Any = reward, temperature: float = 1.0, **limits: Any,
+) -> tuple[list[tuple[Task, list[Rollout]]], dict[str, float]]:  # fmt: skip
+    get = domain if callable(domain) else (lambda _: domain)
+    limits.setdefault("max_tokens", 1024)
+    return Guidance(model, tokenizer, get, reward_of, 0, temperature, **limits).apply(groups)
+
+
 def test_an_all_failed_group_gets_its_verified_reference_with_the_policys_logprobs(
     tiny_model: Any, tokenizer: Any
 ) -> None:
     domain = SayYes()
     groups = groups_of(tokenizer, domain, [["no", "nope"], ["yes", "no"], ["yes", "yes"]])
-    out, stats = guide(groups, tiny_model, tokenizer, lambda _: domain, reward, 0, 0.7)
+    out, stats = guide(groups, tiny_model, tokenizer, domain, temperature=0.7)
     assert stats == {"guided_groups": 1.0, "guidance_skipped": 0.0}
     assert out[1] is groups[1] and out[2] is groups[2]  # spread, all passed: as they were
     task, group = out[0]
@@ -96,7 +107,7 @@ def test_a_reference_that_cannot_help_leaves_the_group_as_it_was(
     tiny_model: Any, tokenizer: Any, domain: Any
 ) -> None:
     groups = groups_of(tokenizer, domain, [["no", "nope"]])
-    out, stats = guide(groups, tiny_model, tokenizer, lambda _: domain, reward, 0, 1.0)
+    out, stats = guide(groups, tiny_model, tokenizer, domain)
     assert out == groups and out[0] is groups[0]
     assert stats == {"guided_groups": 0.0, "guidance_skipped": 1.0}
 
@@ -110,9 +121,9 @@ def test_a_reference_no_better_on_the_trained_component_is_skipped(
     def on_digits(r: Rollout) -> float:
         return trained_reward(r, "digits")
 
-    out, stats = guide(groups, tiny_model, tokenizer, lambda _: domain, on_digits, 0, 1.0)
+    out, stats = guide(groups, tiny_model, tokenizer, domain, on_digits)
     assert out[0] is groups[0] and stats["guidance_skipped"] == 1.0
-    out, stats = guide(groups, tiny_model, tokenizer, lambda _: domain, reward, 0, 1.0)
+    out, stats = guide(groups, tiny_model, tokenizer, domain)
     assert stats["guided_groups"] == 1.0  # on the reward, the reference is better
 
 
@@ -121,8 +132,6 @@ def test_which_groups_count_as_failed(tokenizer: Any) -> None:
     failed, mixed, passed = groups_of(tokenizer, domain, [["no", "no"], ["no", "yes"], ["yes"]])
     assert all_failed(failed[1], reward) and not all_failed(mixed[1], reward)
     assert not all_failed(passed[1], reward)
-    assert has_signal(failed[1], None, guidance=True)
-    assert not has_signal(failed[1], None, guidance=False)
     unscored = [dataclasses.replace(r, judged=False) for r in failed[1]]
     assert not all_failed(unscored, reward)  # nothing judged: nothing known to have failed
 
@@ -142,7 +151,8 @@ def test_guided_grpo_learns_where_every_sample_fails(tiny_model: Any, tokenizer:
     logged = run_grpo(guided, tokenizer, ["no"], cfg.model_copy(update={"guidance": True}))
     assert [v["guided_groups"] for v in logged] == [2.0, 2.0, 2.0]
     assert all(v["groups_sampled"] == 2 for v in logged)  # failed groups are signal: no refill
-    assert all(v["reward"] == 0.0 for v in logged)  # the policy's own samples, not the reference
+    no = len(tokenizer.encode("no", add_special_tokens=False)) + 1  # with the end of turn
+    assert all(v["completion_tokens"] == no for v in logged)  # the samples', not "yes"'s
 
     (yes,) = groups_of(tokenizer, SayYes(), [["yes"]])
 
@@ -184,7 +194,7 @@ def test_a_tool_domains_reference_is_replayed_with_its_observations(
     domain = get_domain("tools/calculator-v1")
     groups = groups_of(tokenizer, domain, [["no", "nope"]])
     assert all_failed(groups[0][1], reward)
-    out, stats = guide(groups, tiny_model, tokenizer, get_domain, reward, 0, 1.0)
+    out, stats = guide(groups, tiny_model, tokenizer, get_domain)
     assert stats["guided_groups"] == 1.0
     guided = out[0][1][1]
     assert guided.reward == 1.0 and len(guided.turns) > 1
@@ -192,3 +202,40 @@ def test_a_tool_domains_reference_is_replayed_with_its_observations(
     assert runs[:3] == [1, 0, 1]  # a call, its observation, the answer
     for logprob, mask in zip(guided.logprobs, guided.loss_mask, strict=True):
         assert (logprob < 0) if mask else logprob == 0.0
+
+
+def test_an_unscored_sample_is_the_one_replaced(tiny_model: Any, tokenizer: Any) -> None:
+    domain = SayYes()
+    ((task, group),) = groups_of(tokenizer, domain, [["no", "nope", "no"]])
+    group = [group[0], dataclasses.replace(group[1], judged=False), group[2]]
+    ((_, out),), stats = guide([(task, group)], tiny_model, tokenizer, domain)
+    assert stats["guided_groups"] == 1.0
+    assert out[0] is group[0] and out[2] is group[2] and is_reference(out[1])
+    assert out[1].id == group[1].id + "~reference"
+
+
+@pytest.mark.parametrize(
+    "limits", [{"max_tokens": 1}, {"max_context": 3}, {"prompt": [1, 2, 3]}], ids=str
+)
+def test_a_reference_the_policy_could_not_have_sampled_is_skipped(
+    tiny_model: Any, tokenizer: Any, limits: dict[str, Any]
+) -> None:
+    domain = SayYes()
+    ((task, group),) = groups_of(tokenizer, domain, [["no", "nope"]])
+    if "prompt" in limits:  # a context strategy rewrote the sampled prompt
+        prompt = limits.pop("prompt")
+        group = [dataclasses.replace(r, prompt_ids=prompt) for r in group]
+    out, stats = guide([(task, group)], tiny_model, tokenizer, domain, **limits)
+    assert out[0][1] == group and stats == {"guided_groups": 0.0, "guidance_skipped": 1.0}
+
+
+def test_the_probe_measures_the_policys_samples_only(tiny_model: Any, tokenizer: Any) -> None:
+    domain = SayYes()
+    ((task, group),) = groups_of(tokenizer, domain, [["nope, no", "no"]])
+    ((_, guided),), _ = guide([(task, group)], tiny_model, tokenizer, domain)
+    share = SharePlan(False, 1.0)
+    both = probe_means(policy_probe(tiny_model, guided, pack(guided, 0), share))
+    alone = probe_means(policy_probe(tiny_model, guided[:1], pack(guided[:1], 0), share))
+    assert both["logprob_mismatch"] > 0.1  # the scripted logprobs are -1, not the model's
+    for key in ("entropy", "logprob_mismatch"):
+        assert both[key] == pytest.approx(alone[key], abs=1e-6)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from posttrain.config import load_config
 from posttrain.domains import STARTER_DOMAINS, get_domain
 from posttrain.train.mixture import TaskSampler, heldout_tasks, prompt_key
 from posttrain.train.recipe_inputs import grpo_sampler
+from posttrain.types import Message, Task
 
 DOMAINS = [get_domain(i) for i in STARTER_DOMAINS]
 
@@ -253,3 +255,24 @@ def test_the_recipe_gives_grpo_its_curriculum_settings(cost: bool) -> None:
     assert (sampler.adaptive, sampler.floor, sampler.cost_aware) == (True, 0.02, cost)
     assert sampler.stream == "grpo"
     assert sampler.next_seed == TaskSampler(DOMAINS, "grpo", seed=3).next_seed
+
+
+class Spaced:
+    """Two prompts, each written with 0 to 2 extra spaces: six spellings of two prompts."""
+
+    id = "test/spaced-v1"
+
+    def generate(self, seed: int, difficulty: int) -> Task:
+        text = "say " + " " * (seed // 2 % 3) + f"w{seed % 2}"
+        return Task(f"{self.id}@{seed}.d{difficulty}", self.id, [Message("user", text)], "",
+                    difficulty, seed)  # fmt: skip
+
+
+def test_prompts_that_differ_only_in_whitespace_are_one_prompt() -> None:
+    domain: Any = Spaced()
+    assert len(heldout_tasks([domain], 2, seed_offset=0)) == 2
+    with pytest.raises(ValueError, match="too few distinct prompts"):
+        heldout_tasks([domain], 3, seed_offset=0)  # six spellings, two prompts
+    held = heldout_tasks([domain], 1, seed_offset=0)  # "say w0"
+    drawn = TaskSampler([domain], "sft", exclude={prompt_key(t) for t in held}).sample(20)
+    assert {t.prompt[0].content.split()[-1] for t in drawn} == {"w1"}
