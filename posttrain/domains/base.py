@@ -10,7 +10,9 @@ processes: derive randomness only from `task_rng(domain_id, seed, difficulty)`.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -87,6 +89,20 @@ def task_rng(domain_id: str, seed: int, difficulty: int) -> random.Random:
 def task_id(domain_id: str, seed: int, difficulty: int) -> str:
     """A stable task id: `domain@seed.dN`."""
     return f"{domain_id}@{seed}.d{difficulty}"
+
+
+def prompt_key(prompt: Sequence[Message]) -> str:
+    """A prompt as the held-out sets compare it and dataset domains split it: each
+    message's role and content, whitespace runs collapsed to one space and the ends
+    stripped. Whitespace is the usual incidental
+    difference between copies (a trailing newline, CRLF, re-wrapped lines); letter case and
+    Unicode forms are kept, since folding them would tie the key to the Python version's
+    Unicode tables, and the split must be the same on every machine.
+
+    >>> prompt_key([Message("user", " What is\\r\\n2+2? ")])
+    '[["user", "What is 2+2?"]]'
+    """
+    return json.dumps([[m.role, " ".join(m.content.split())] for m in prompt])
 
 
 def check_difficulty(difficulty: int) -> int:

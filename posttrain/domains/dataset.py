@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from posttrain.domains.base import Axes, Session, check_difficulty, task_id, task_rng
+from posttrain.domains.base import Axes, Session, check_difficulty, prompt_key, task_id, task_rng
 from posttrain.types import Message, Reference, Rollout, Task, Verdict
 
 RewardFunction = Callable[..., Sequence[float | None]]
@@ -447,19 +447,6 @@ class DatasetDomain:
         """The row's own difficulty, or 0 when the rows give none (then every row serves
         every level and difficulty changes nothing)."""
         return float(task.meta.get("row_difficulty") or 0)
-
-
-def prompt_key(prompt: Sequence[Message]) -> str:
-    """What the train/held-out split hashes: each message's role and content, whitespace
-    runs collapsed to one space and the ends stripped. Whitespace is the usual incidental
-    difference between copies (a trailing newline, CRLF, re-wrapped lines); letter case and
-    Unicode forms are kept, since folding them would tie the key to the Python version's
-    Unicode tables, and the split must be the same on every machine.
-
-    >>> prompt_key([Message("user", " What is\\r\\n2+2? ")])
-    '[["user", "What is 2+2?"]]'
-    """
-    return json.dumps([[m.role, " ".join(m.content.split())] for m in prompt])
 
 
 def heldout_prompts(keys: Sequence[str], heldout_fraction: float) -> set[str]:
