@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from posttrain.domains.base import Axes, Session, check_difficulty, task_id, task_rng
+from posttrain.domains.rg_guards import guard_generators
 from posttrain.types import Message, Reference, Rollout, Task, Verdict
 from posttrain.verify.safe_expr import MATH_FUNCTIONS, is_arithmetic, is_literal
 
@@ -321,6 +322,7 @@ def _entry(name: str, domain_id: str, seed: int, difficulty: int, levels: tuple[
 def _entry_at(name: str, rg_seed: int, wanted: dict[str, int]) -> tuple[Any, dict[str, Any]]:
     from reasoning_gym import factory
 
+    guard_generators()  # generators that could run without end on some seeds
     curriculum = _curriculum(name)
     if curriculum is None:
         dataset = factory.create_dataset(name, seed=rg_seed, size=1)
