@@ -12,7 +12,7 @@ aggregation and the ratio level. With `cfg.tis_cap` the old logprobs are instead
 recomputed by the training model before the step's first update, and each token's
 loss is weighted by the truncated ratio of those to the rollout logprobs (TIS). With
 `cfg.guidance` a group whose samples all failed gets its task's reference in place of
-its last sample (`train/guidance.py`), so that it has a gradient too.
+one sample (`train/guidance.py`), so that it has a gradient too.
 """
 
 from __future__ import annotations
@@ -189,9 +189,10 @@ def train_grpo(
     prompts_per_step = cfg.batch_size // cfg.group_size
     guidance = None
     if cfg.guidance:  # references in all-failed groups (`train/guidance.py`)
+        reward_of = functools.partial(trained_reward, component=cfg.reward_component)
         guidance = Guidance(
-            plain, tokenizer, get_domain, functools.partial(trained_reward, component=cfg.reward_component),
-            pad_id, cfg.temperature, max_tokens, max_context, cfg.micro_batch_tokens,
+            plain, tokenizer, get_domain, reward_of, pad_id, cfg.temperature, max_tokens,
+            max_context, cfg.micro_batch_tokens,
         )  # fmt: skip
     shaping = cfg.reward_component
     start = time.perf_counter()
