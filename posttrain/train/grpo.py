@@ -230,13 +230,14 @@ def train_grpo(
                 sampler.window = (max(1, ceiling - 2), ceiling)
             guided: dict[str, float] = {}  # guidance's counts over the step's draws
             sampled = source.batch(prompts_per_step, version=step)
-            candidates = trainable(sampled, guidance, guided)
+            candidates = guidance.apply(sampled, guided) if guidance else sampled
             for _ in range(cfg.refill_rounds):  # DAPO dynamic sampling
                 spread_groups = [g for g in candidates if has_spread(g[1], shaping)]
                 if len(spread_groups) >= prompts_per_step:
                     break
                 more = source.batch(prompts_per_step - len(spread_groups), version=step)
-                sampled, candidates = sampled + more, candidates + trainable(more, guidance, guided)
+                sampled = sampled + more
+                candidates = candidates + (guidance.apply(more, guided) if guidance else more)
             batch_groups = select_groups(
                 candidates, prompts_per_step, cfg.refill_rounds > 0, shaping
             )
@@ -432,19 +433,6 @@ def has_spread(group: list[Rollout], component: str | None = None) -> bool:
     """Whether a group's trained rewards differ (else a group baseline gives it no
     gradient); a rollout that was not scored has no reward to compare."""
     return len({trained_reward(r, component) for r in group if r.scored}) > 1
-
-
-def trainable(
-    groups: list[tuple[Task, list[Rollout]]], guidance: Guidance | None, counts: dict[str, float]
-) -> list[tuple[Task, list[Rollout]]]:
-    """The drawn groups as trained: with guidance, a reference in each all-failed group
-    where one can stand in (`train/guidance.py`), its counts added to `counts`."""
-    if guidance is None:
-        return groups
-    out, stats = guidance.apply(groups)
-    for key, value in stats.items():
-        counts[key] = counts.get(key, 0.0) + value
-    return out
 
 
 def select_groups(

@@ -17,7 +17,8 @@ gradient A · ∇log π(reference). LUFFY's policy shaping of the off-policy rat
 applied.
 
     guidance = Guidance(model, tokenizer, get_domain, reward, pad_id, temperature, max_tokens)
-    groups, stats = guidance.apply(groups)
+    counts: dict[str, float] = {}
+    groups = guidance.apply(groups, counts)  # counts: guided_groups, guidance_skipped
 
 Under torchrun every rank gets the same groups: the replays and the logprob forwards
 are spread over the ranks and gathered back (`shard_map`), so every rank trains on the
@@ -85,22 +86,24 @@ class Guidance:
     max_context: int | None = None
     micro_batch_tokens: int | None = None
 
-    def apply(self, groups: list[Group]) -> tuple[list[Group], dict[str, float]]:
+    def apply(self, groups: list[Group], counts: dict[str, float]) -> list[Group]:
         """`groups` with a reference in each all-failed group (`all_failed`) where one
-        can stand in for a sample; the others as they were (the same tuples). Stats:
-        `guided_groups` and `guidance_skipped` (all-failed groups left as they were)."""
+        can stand in for a sample; the others as they were (the same tuples). Adds to
+        `counts`: `guided_groups`, and `guidance_skipped` (all-failed groups left as
+        they were)."""
+        for key in ("guided_groups", "guidance_skipped"):
+            counts.setdefault(key, 0.0)
         failed = [i for i, (_, group) in enumerate(groups) if all_failed(group, self.reward)]
-        stats = {"guided_groups": 0.0, "guidance_skipped": 0.0}
         if not failed:
-            return groups, stats
+            return groups
         replays = shard_map([groups[i][0] for i in failed], self._replayed)
         references = []
         for i, ref in zip(failed, replays, strict=True):
             if ref is not None and self._fits(ref, groups[i][1]):
                 references.append((i, ref))
-        stats["guidance_skipped"] = float(len(failed) - len(references))
+        counts["guidance_skipped"] += len(failed) - len(references)
         if not references:
-            return groups, stats
+            return groups
         logprobs = shard_map([ref for _, ref in references], self._policy_logprobs)
         out = list(groups)
         for (i, ref), lp in zip(references, logprobs, strict=True):
@@ -110,8 +113,8 @@ class Guidance:
             group = list(group)
             group[slot] = guided
             out[i] = (task, group)
-        stats["guided_groups"] = float(len(references))
-        return out, stats
+        counts["guided_groups"] += len(references)
+        return out
 
     def _fits(self, ref: Rollout, group: list[Rollout]) -> bool:
         """Whether `ref` can stand in for a sample of `group`: verified, scoring higher,

@@ -75,7 +75,9 @@ def guide(
 ) -> tuple[list[tuple[Task, list[Rollout]]], dict[str, float]]:  # fmt: skip
     get = domain if callable(domain) else (lambda _: domain)
     limits.setdefault("max_tokens", 1024)
-    return Guidance(model, tokenizer, get, reward_of, 0, temperature, **limits).apply(groups)
+    counts: dict[str, float] = {}
+    out = Guidance(model, tokenizer, get, reward_of, 0, temperature, **limits).apply(groups, counts)
+    return out, counts
 
 
 def test_an_all_failed_group_gets_its_verified_reference_with_the_policys_logprobs(
