@@ -160,7 +160,8 @@ class GRPOConfig(_Strict):
     guidance: bool = Field(
         False,
         description="off-policy guidance (LUFFY): in a group whose samples all failed, the "
-        "task's verified reference replaces the last sample, so the group has a gradient",
+        "task's verified reference replaces one sample (an unscored one first), so the group "
+        "has a gradient",
     )
     reward_component: str | None = Field(
         None,

@@ -16,6 +16,8 @@ Kinds, each read from the step's metric of that name:
                        above `sandbox_error_rate`
     logprob_mismatch   "logprob_mismatch" (mean |train − rollout| token logprob) above
                        `logprob_mismatch`
+    skipped_updates    "skipped_updates" (a stage's optimizer updates skipped for
+                       non-finite gradients, `train/step_guard.py`) above its last value
 
 When a step logs per-family figures (`by_family/{family}/tokens` and `.../reward`, as
 GRPO does), the two jump rules compare each family with its own last `window` steps
@@ -86,6 +88,7 @@ class AlertMonitor:
         self.warn = warn
         self._history: dict[tuple[str, str], deque[float]] = {}
         self._active: set[tuple[str, str, str]] = set()
+        self._skipped: dict[str, float] = {}  # a stage's last "skipped_updates"
         self.raised: list[Alert] = []
 
     def observe(self, stage: str, step: int, values: dict[str, float]) -> list[Alert]:
@@ -126,6 +129,12 @@ class AlertMonitor:
                     threshold,
                     f"{what} at {v:.4g} (threshold {threshold})" + _not_finite(v),
                 )
+        if values.get("skipped_updates") is not None:
+            n, before = float(values["skipped_updates"]), self._skipped.get(stage, 0.0)
+            self._skipped[stage] = n
+            check("skipped_updates", "skipped_updates", n > before, before,
+                  f"{n - before:g} optimizer update(s) skipped for non-finite gradients "
+                  f"since the last step ({n:g} in the stage)")  # fmt: skip
         families = sorted(
             {
                 k.split("/")[1]

@@ -47,6 +47,7 @@ from posttrain.train.batches import (
 )
 from posttrain.train.distributed import gradient_sync, local_share, main_only
 from posttrain.train.losses import dpo_loss
+from posttrain.train.step_guard import StepGuard
 from posttrain.types import Rollout, Task
 
 LogFn = Callable[[int, dict[str, float]], None]
@@ -165,6 +166,7 @@ def train_dpo(
     optimizer = torch.optim.AdamW(
         [p for p in model.parameters() if p.requires_grad], lr=cfg.lr, betas=(0.9, 0.95)
     )
+    guard = StepGuard("dpo")
     rng = random.Random(seed)
     model.train()
     step = 0
@@ -214,14 +216,18 @@ def train_dpo(
                 margins += weight * float(margin.sum())
                 right += weight * float((margin > 0).sum())
                 count += weight * b
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
+            guard.step(model, optimizer)
             step += 1
             total, margins, right, count = all_reduce_sum([total, margins, right, count])
             if log is not None:
                 log(
                     step,
-                    {"loss": total, "margin": margins / count, "reward_accuracy": right / count},
+                    {
+                        "loss": total,
+                        "margin": margins / count,
+                        "reward_accuracy": right / count,
+                        **guard.metrics(),
+                    },
                 )
     model.eval()
     after = preference_accuracy(model, val_pairs, pad_id, tokens_cap)

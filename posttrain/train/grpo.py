@@ -65,6 +65,7 @@ from posttrain.train.shared_prefix import (
     rollout_logprobs,
     share_plan,
 )
+from posttrain.train.step_guard import StepGuard
 from posttrain.types import Rollout, Task
 
 LogFn = Callable[[int, dict[str, float]], None]
@@ -183,6 +184,7 @@ def train_grpo(
     optimizer = torch.optim.AdamW(
         [p for p in model.parameters() if p.requires_grad], lr=cfg.lr, betas=(0.9, 0.99)
     )
+    guard = StepGuard("grpo")
     params = SamplingParams(
         max_tokens=max_tokens, temperature=cfg.temperature, top_p=cfg.top_p, n=cfg.group_size
     )
@@ -338,8 +340,7 @@ def train_grpo(
                         for key in ("clip_frac", "kl", "tis_weight_mean", "tis_clipped_frac"):
                             if key in parts:
                                 stats[key] += float(parts[key]) * share
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                    optimizer.step()
+                    guard.step(model, optimizer)
                     updates += 1
             if not probe:  # nothing was trained on: probe the batch anyway, it is the signal
                 with torch.no_grad():
@@ -377,6 +378,7 @@ def train_grpo(
                         "difficulty_mean": sum(t.difficulty for t in tasks) / len(tasks),
                         **{k: v / max(1, updates) for k, v in stats.items()},
                         **probe,
+                        **guard.metrics(),
                         **by_family(drawn),
                         **source.metrics(),
                         **guided,

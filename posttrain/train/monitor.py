@@ -56,7 +56,7 @@ class TrainingMonitor:
         self.metrics = metrics
 
     def check(self, stage: str, step: int, values: dict[str, float]) -> None:
-        if self.alerts is not None and stage == "grpo":
+        if self.alerts is not None:  # every stage: a rule checks only metrics it finds
             self.alerts.observe(stage, step, values)
 
     def due(self, step: int) -> bool:

@@ -47,6 +47,7 @@ from posttrain.train.batches import (
     sequence_length,
 )
 from posttrain.train.distributed import DistributedError, gradient_sync, local_share, main_only
+from posttrain.train.step_guard import StepGuard
 from posttrain.types import Rollout
 
 LogFn = Callable[[int, dict[str, float]], None]
@@ -140,6 +141,7 @@ def train_sft(
     log = main_only(log)
     budget = max_seconds if max_seconds is not None else cfg.max_minutes * 60
     optimizer = optimizer if optimizer is not None else sft_optimizer(model, cfg)
+    guard = StepGuard("sft")
     rng = random.Random(seed)
     loop = resume if resume is not None else SFTLoop()
     if loop.rng_state is not None:
@@ -167,13 +169,12 @@ def train_sft(
         optimizer.zero_grad(set_to_none=True)
         loss = _accumulate(model, [examples[i] for i in picked], pad_id, cfg.micro_batches,
                            cfg.pack_tokens)  # fmt: skip
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        guard.step(model, optimizer)
         step += 1
         value = all_reduce_sum([float(loss)])[0]
         loss_ema = value if loss_ema != loss_ema else 0.9 * loss_ema + 0.1 * value
         if step % cfg.eval_every == 0 or step == cfg.max_steps:
-            stats = {"loss": loss_ema, "lr": lr}
+            stats = {"loss": loss_ema, "lr": lr, **guard.metrics()}
             if val_examples:
                 val = validation_loss(model, val_examples, pad_id)
                 stats["val_loss"] = val

@@ -27,6 +27,7 @@ def _monitor(tmp_path: Path, warned: list[str]) -> AlertMonitor:
         ("verifier_errors", {"verifier_error_rate": 0.5}),
         ("sandbox_errors", {"sandbox_error_rate": 0.25}),
         ("logprob_mismatch", {"logprob_mismatch": 2.0}),
+        ("skipped_updates", {"skipped_updates": 1.0}),
     ],
 )
 def test_each_condition_raises_its_alert(tmp_path: Path, kind: str, change: dict) -> None:
@@ -47,6 +48,15 @@ def test_a_lasting_condition_warns_once_and_again_after_it_clears(tmp_path: Path
     bad = {**CALM, "verifier_error_rate": 0.3}
     kinds = [len(monitor.observe("grpo", s, v)) for s, v in enumerate([bad, bad, bad, CALM, bad])]
     assert kinds == [1, 0, 0, 0, 1]
+
+
+def test_skipped_updates_fire_when_the_count_grows_in_the_same_stage(tmp_path: Path) -> None:
+    monitor = _monitor(tmp_path, [])
+    counts = [0.0, 1.0, 2.0, 2.0, 3.0]  # skips at steps 1, 2 (still firing) and 4
+    fired = [len(monitor.observe("sft", s, {"skipped_updates": n})) for s, n in enumerate(counts)]
+    assert fired == [0, 1, 0, 0, 1]
+    assert monitor.observe("dpo", 0, {"skipped_updates": 0.0}) == []  # a stage of its own
+    assert "1 optimizer update(s) skipped" in monitor.raised[-1].message
 
 
 def test_jumps_wait_for_a_full_window_of_history(tmp_path: Path) -> None:

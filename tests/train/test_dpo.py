@@ -88,7 +88,9 @@ def test_dpo_logs_loss_margin_and_reward_accuracy_every_step(
 ) -> None:
     logged = _logged_dpo_steps(tiny_model, tokenizer, sft_weight=0.0)
     assert [step for step, _ in logged] == [1, 2]
-    assert all(set(v) == {"loss", "margin", "reward_accuracy"} for _, v in logged)
+    keys = {"loss", "margin", "reward_accuracy", "grad_norm", "skipped_updates"}
+    assert all(set(v) == keys for _, v in logged)
+    assert all(v["grad_norm"] > 0 and v["skipped_updates"] == 0 for _, v in logged)
     assert logged[0][1]["loss"] == pytest.approx(0.693147, abs=1e-4)  # log 2: policy == reference
 
 

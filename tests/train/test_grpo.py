@@ -36,6 +36,8 @@ LOGGED_KEYS = {
     "tokens_per_s",
     "entropy",
     "logprob_mismatch",
+    "grad_norm",
+    "skipped_updates",
 }
 
 
