@@ -26,7 +26,9 @@
 
 Bad input (unknown key, wrong type, impossible combination, missing recipe file,
 unwritable run directory, unknown model or domain) exits with code 2 and one line
-naming what was wrong.
+naming what was wrong. `posttrain run` stopped by SIGTERM or SIGUSR1 saves the stage's
+state at its next step boundary and exits with 128 + the signal's number (143 for
+SIGTERM), printing how to resume (`train/preemption.py`).
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ def run(
         return
     os.environ.setdefault("OMP_NUM_THREADS", str(config.model.threads))
     from posttrain.store import RunDirError
+    from posttrain.train.preemption import Preempted
     from posttrain.train.recipe import QuietReporter, run_recipe
 
     if os.environ.get("RANK", "0") != "0":  # a torchrun rank besides 0: rank 0 speaks
@@ -100,6 +103,8 @@ def run(
             run_recipe(config, QuietReporter())
         except (ConfigError, RunDirError) as exc:
             fail(str(exc))
+        except Preempted as exc:
+            raise typer.Exit(code=exc.exit_code) from None
         return
     console.print(f"[bold]posttrain run[/] model={config.model.name} domains={len(config.domains)}")
     reporter = _RichReporter()
@@ -109,6 +114,9 @@ def run(
     except (ConfigError, RunDirError) as exc:
         fail(str(exc))
         return
+    except Preempted as exc:  # SIGTERM / SIGUSR1 (`train/preemption.py`)
+        console.print(f"[yellow]{exc}[/]")
+        raise typer.Exit(code=exc.exit_code) from None
     _print_results(result)
     console.print(
         f"\nrun directory: [bold]{result.run_dir}[/] (summary.md, metrics.jsonl, checkpoints/)"

@@ -47,6 +47,7 @@ from posttrain.train.batches import (
 )
 from posttrain.train.distributed import gradient_sync, local_share, main_only
 from posttrain.train.losses import dpo_loss
+from posttrain.train.preemption import StopSignals
 from posttrain.train.step_guard import StepGuard
 from posttrain.types import Rollout, Task
 
@@ -148,6 +149,7 @@ def train_dpo(
     pad_id: int,
     seed: int = 0,
     log: LogFn | None = None,
+    stop: StopSignals | None = None,
 ) -> DPOResult:
     start = time.perf_counter()
     log = main_only(log)
@@ -174,6 +176,8 @@ def train_dpo(
         order = list(range(len(pairs)))
         rng.shuffle(order)
         for i in range(0, len(order), cfg.batch_size):
+            if stop is not None and stop.poll():  # SIGTERM: DPO is redone on resume
+                raise stop.preempted("dpo", step)
             if any_rank(time.perf_counter() - start > cfg.max_minutes * 60):
                 break
             chunk = order[i : i + cfg.batch_size]

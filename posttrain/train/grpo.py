@@ -44,6 +44,7 @@ from posttrain.train.losses import (
     rloo_advantages,
 )
 from posttrain.train.mixture import TaskSampler
+from posttrain.train.preemption import StopSignals
 from posttrain.train.resume import (
     GRPOState,
     capture_rank_rng,
@@ -160,10 +161,12 @@ def train_grpo(
     save_state: Callable[[GRPOState], None] | None = None,
     rollout: RolloutConfig | None = None,
     replica: PolicyReplica | None = None,
+    stop: StopSignals | None = None,
 ) -> GRPOResult:
     """`after_step(step)` runs after each update (the recipe's monitor evaluation); its
     time does not count against `cfg.max_minutes`. With `save_state`, the full state
-    (`train/resume.py`) goes to it every `cfg.save_every` steps; `resume` continues
+    (`train/resume.py`) goes to it every `cfg.save_every` steps, and once `stop` was
+    signalled (`train/preemption.py`), before this raises `Preempted`; `resume` continues
     from such a state exactly: the same tasks, samples and updates as without the stop.
     `rollout` (lockstep without one) picks how the episodes run (`train/rollout_source.py`):
     lockstep, or the scheduler, synchronous or asynchronous within a staleness bound.
@@ -218,8 +221,33 @@ def train_grpo(
         prompts_per_step,
     )  # fmt: skip
     start += time.perf_counter() - paused  # starting Ray workers is not training time
+
+    def save(done: int) -> None:
+        """The full state after step `done` to `store`; its time is not training time."""
+        nonlocal start
+        paused = time.perf_counter()
+        model_state, optimizer_state = train_state(model, optimizer)  # a collective
+        assert store is not None
+        store(
+            GRPOState(
+                step=done,
+                elapsed_s=paused - start,
+                rewards_seen=list(rewards_seen),
+                model=model_state,
+                optimizer=optimizer_state,
+                sampler=sampler.state_dict(),
+                rng=capture_rank_rng(engine),  # every rank's generators
+                ref_model=ref_model.state_dict() if ref_model is not None else None,
+            )
+        )
+        start += time.perf_counter() - paused
+
     try:
         for step in range(first, cfg.steps + 1):
+            if stop is not None and stop.poll():  # SIGTERM: save what is done, then exit
+                if store is not None:
+                    save(step - 1)
+                raise stop.preempted("grpo", step - 1, saved=store is not None)
             # One clock for all ranks (their mean): the stop and the ramp must agree.
             elapsed = all_reduce_sum([time.perf_counter() - start])[0] / ranks
             if elapsed > cfg.max_minutes * 60:
@@ -390,22 +418,7 @@ def train_grpo(
                 after_step(step)
                 start += time.perf_counter() - paused
             if store is not None and cfg.save_every and step % cfg.save_every == 0:
-                paused = time.perf_counter()
-                model_state, optimizer_state = train_state(model, optimizer)  # a collective
-                rng = capture_rank_rng(engine)  # every rank's generators
-                store(
-                    GRPOState(
-                        step=step,
-                        elapsed_s=paused - start,
-                        rewards_seen=list(rewards_seen),
-                        model=model_state,
-                        optimizer=optimizer_state,
-                        sampler=sampler.state_dict(),
-                        rng=rng,
-                        ref_model=ref_model.state_dict() if ref_model is not None else None,
-                    )
-                )
-                start += time.perf_counter() - paused
+                save(step)
         seconds = time.perf_counter() - start
     finally:
         source.close()  # stopping workers is not training time either

@@ -64,6 +64,7 @@ from posttrain.train.mixture import (
     prompt_key,
 )
 from posttrain.train.monitor import TrainingMonitor
+from posttrain.train.preemption import Preempted, StopSignals
 from posttrain.train.recipe_inputs import grpo_sampler, split_off
 from posttrain.train.reporter import Reporter
 from posttrain.train.resume import (
@@ -142,6 +143,7 @@ class Pipeline:
         self.resuming = False  # finished stages and evaluations are loaded, not redone
         # DPO's and GRPO's training seconds so far, which the control arm trains up to.
         self.clock = TreatmentClock()
+        self.stops = StopSignals()  # SIGTERM / SIGUSR1 latched (installed by run_recipe)
 
     def run(self) -> None:
         cfg = self.cfg
@@ -229,19 +231,27 @@ class Pipeline:
             if c.save_every and state.step % c.save_every == 0 and state.step < c.max_steps:
                 save_sft_state(state_dir, model, opt, state, before + time.perf_counter() - start)
 
-        res = train_sft(
-            model,  # type: ignore[arg-type]
-            examples,
-            val,
-            c,
-            self.pad_id,
-            seed=self.cfg.seed,
-            max_seconds=c.max_minutes * 60 - before,
-            log=self.logger("sft"),
-            optimizer=optimizer,
-            resume=loop,
-            on_step=save,
-        )
+        try:
+            res = train_sft(
+                model,  # type: ignore[arg-type]
+                examples,
+                val,
+                c,
+                self.pad_id,
+                seed=self.cfg.seed,
+                max_seconds=c.max_minutes * 60 - before,
+                log=self.logger("sft"),
+                optimizer=optimizer,
+                resume=loop,
+                on_step=save,
+                stop=self.stops,
+            )
+        except Preempted as exc:  # save the state it stopped at, unless already there
+            if exc.step != (loop.step if loop is not None else 0):
+                done = before + time.perf_counter() - start
+                save_sft_state(state_dir, model, optimizer, exc.state, done)
+            exc.saved = is_complete(state_dir)
+            raise
         self.replica.sync()
         self.finish(
             "sft",
@@ -288,7 +298,7 @@ class Pipeline:
         self.report.stage("dpo", max(1, -(-len(pairs) // c.batch_size) * c.epochs))
         res = train_dpo(
             self.replica.trained, pairs, val_pairs, c, self.pad_id, seed=seed,  # type: ignore[arg-type]
-            log=self.logger("dpo"),
+            log=self.logger("dpo"), stop=self.stops,
         )  # fmt: skip
         self.replica.sync()
         seconds = time.perf_counter() - start
@@ -331,6 +341,7 @@ class Pipeline:
             save_state=self.save_grpo,
             rollout=self.cfg.rollout,
             replica=self.replica,
+            stop=self.stops,
         )
         # The stage's own clock: an earlier life's seconds in, monitor evaluations and
         # state saves out.
@@ -442,6 +453,8 @@ class Pipeline:
         self.evaluate(stage)
 
     def evaluate(self, label: str) -> EvalResult:
+        if self.stops.poll():  # a signal outside a training loop: stop between stages
+            raise self.stops.preempted(f"the evaluation of {label}", None)
         saved = self.run_dir.eval_path(label)
         if self.resuming and saved.is_file():  # evaluated in an earlier life of the run
             res = eval_result_from_document(load_results(saved))

@@ -174,7 +174,8 @@ def _run_ranked(
                 pipeline = Pipeline(config, domains, run, metrics, traces, report, result,
                                      mixture)  # fmt: skip
                 pipeline.resuming = resumed is not None
-                pipeline.run()
+                with pipeline.stops.installed():  # SIGTERM / SIGUSR1: save and stop
+                    pipeline.run()
                 result.degraded_traces = dict(traces.degraded)
             except DataFileError as exc:
                 raise ConfigError(str(exc)) from None

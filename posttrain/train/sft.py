@@ -17,7 +17,9 @@ same global batch order from `seed`, takes its share of each batch and scales it
 loss so that the averaged gradient is the single-process one; losses and stop
 decisions are reduced across ranks and only rank 0 calls `log`. `on_step` gets an
 `SFTLoop` and the optimizer after every step (to checkpoint); `resume=` with a
-restored `optimizer=` continues such a run where it stopped.
+restored `optimizer=` continues such a run where it stopped. Once `stop` was signalled
+(`train/preemption.py`) the next step boundary raises `Preempted` with the `SFTLoop`
+there as its `state`, for the caller to save with the optimizer.
 
 Not guaranteed: a resumed run does not bring back the plateau rule's best weights
 (it keeps its best validation loss); with several ranks `batch_size` must be a
@@ -47,6 +49,7 @@ from posttrain.train.batches import (
     sequence_length,
 )
 from posttrain.train.distributed import DistributedError, gradient_sync, local_share, main_only
+from posttrain.train.preemption import StopSignals
 from posttrain.train.step_guard import StepGuard
 from posttrain.types import Rollout
 
@@ -131,6 +134,7 @@ def train_sft(
     optimizer: torch.optim.Optimizer | None = None,
     resume: SFTLoop | None = None,
     on_step: Callable[[SFTLoop, torch.optim.Optimizer], None] | None = None,
+    stop: StopSignals | None = None,
 ) -> SFTResult:
     if not examples:
         raise ValueError("SFT needs at least one example")
@@ -152,6 +156,9 @@ def train_sft(
     stop_reason, lr = "max_steps", cfg.lr
     model.train()
     while step < cfg.max_steps:
+        if stop is not None and stop.poll():  # SIGTERM: the caller saves this state
+            done = SFTLoop(step, list(order), rng.getstate(), loss_ema, best_val, bad_checks)
+            raise stop.preempted("sft", step, state=done)
         elapsed = time.perf_counter() - start
         if any_rank(elapsed >= budget or (should_stop is not None and should_stop())):
             stop_reason = "time"

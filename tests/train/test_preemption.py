@@ -1,0 +1,192 @@
+"""SIGTERM / SIGUSR1 stop a run cleanly: the stage saves its state at the next step
+boundary, the run exits with 128 + the signal, and a resume matches the run that was
+never stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from posttrain.config import DPOConfig, GRPOConfig, SFTConfig, load_config
+from posttrain.domains import get_domain
+from posttrain.rollout.episode import replay_references
+from posttrain.store import is_complete
+from posttrain.store.metrics import read_metrics
+from posttrain.train import pipeline
+from posttrain.train.dpo import train_dpo
+from posttrain.train.preemption import Preempted, StopSignals
+from posttrain.train.recipe import QuietReporter, RecipeResult, run_recipe
+from posttrain.train.resume import GRPOState, load_grpo_state
+from posttrain.train.sft import train_sft
+from tests.train.test_dpo import starter_tasks, synthetic_pairs
+from tests.train.test_grpo import run_grpo
+from tests.train.test_resume import TINY
+
+
+def test_the_first_signal_is_latched_and_the_handlers_are_restored() -> None:
+    stops = StopSignals()
+    before = signal.getsignal(signal.SIGTERM)
+    with stops.installed():
+        assert not stops.poll()
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert stops.signum == signal.SIGUSR1 and stops.poll()
+        assert stops.poll()  # latched
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_second_signal_ends_the_process_at_once() -> None:
+    script = (
+        "import os, signal, time\n"
+        "from posttrain.train.preemption import StopSignals\n"
+        "s = StopSignals()\n"
+        "with s.installed():\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    print('latched', s.signum, flush=True)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(5)\n"
+        "    print('survived', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.stdout == f"latched {int(signal.SIGTERM)}\n"
+    assert done.returncode == -signal.SIGTERM
+
+
+def test_the_message_says_where_it_stopped_and_how_to_go_on() -> None:
+    saved = Preempted("grpo", 7, signal.SIGTERM, saved=True)
+    assert str(saved) == (
+        "stopped by SIGTERM in grpo after step 7 (its full state is saved); continue with "
+        "`posttrain run resume=RUN_DIR`"
+    )
+    assert saved.exit_code == 143
+    between = Preempted("the evaluation of sft", None, signal.SIGUSR1)
+    assert "before the evaluation of sft (the finished stages are kept)" in str(between)
+    assert between.exit_code == 138
+    assert "the stage restarts on resume" in str(Preempted("dpo", 2, signal.SIGTERM))
+
+
+def _signal_at(stops: StopSignals, step: int) -> Any:
+    def hook(at: int, *_: Any) -> None:
+        if at == step:
+            stops.signum = signal.SIGTERM  # what the handler records
+
+    return hook
+
+
+def test_grpo_saves_the_state_after_the_last_step_then_raises(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    stops, saved = StopSignals(), []
+    cfg = GRPOConfig(steps=5, batch_size=4, group_size=2, minibatch_size=4, save_every=0)
+    with pytest.raises(Preempted) as stopped:
+        run_grpo(tiny_model, tokenizer, ["yes", "no"], cfg, after_step=_signal_at(stops, 2),
+                 save_state=saved.append, stop=stops)  # fmt: skip
+    assert (stopped.value.stage, stopped.value.step, stopped.value.saved) == ("grpo", 2, True)
+    assert [s.step for s in saved] == [2]  # save_every=0: saved for the signal alone
+    assert isinstance(saved[0], GRPOState) and len(saved[0].rewards_seen) == 2
+
+
+def test_sft_raises_with_the_loop_state_for_its_caller_to_save(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    examples = replay_references(starter_tasks(range(4)), tokenizer, get_domain)
+    stops = StopSignals()
+    cfg = SFTConfig(batch_size=4, micro_batches=1, max_steps=10, eval_every=1)
+    with pytest.raises(Preempted) as stopped:
+        train_sft(tiny_model, examples, [], cfg, tokenizer.pad_token_id,
+                  log=_signal_at(stops, 3), stop=stops)  # fmt: skip
+    assert (stopped.value.stage, stopped.value.step) == ("sft", 3)
+    assert stopped.value.state.step == 3 and not stopped.value.saved
+
+
+def test_dpo_stops_at_its_next_step(tiny_model: Any, tokenizer: Any) -> None:
+    pairs = synthetic_pairs(starter_tasks(range(4)), tokenizer)
+    stops = StopSignals()
+    cfg = DPOConfig(batch_size=4, epochs=1)
+    with pytest.raises(Preempted) as stopped:
+        train_dpo(tiny_model, pairs, pairs, cfg, tokenizer.pad_token_id,
+                  log=_signal_at(stops, 1), stop=stops)  # fmt: skip
+    assert (stopped.value.stage, stopped.value.step, stopped.value.saved) == ("dpo", 1, False)
+
+
+def _run_in_process(*settings: str) -> RecipeResult:
+    return run_recipe(load_config(None, list(settings)), QuietReporter())
+
+
+def _losses(run: Path, stage: str) -> list[tuple[int, float]]:
+    rows = [r for r in read_metrics(run / "metrics.jsonl") if r["stage"] == stage]
+    return [(r["step"], r["values"]["loss"]) for r in rows]
+
+
+@pytest.mark.parametrize("stage", ["sft", "grpo"])
+def test_a_run_stopped_by_sigterm_resumes_to_the_same_losses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    settings = [*TINY, "sft.max_steps=6", "sft.eval_every=1", "grpo.steps=4"]
+    _run_in_process(f"out_dir={tmp_path}", "name=straight", *settings)
+
+    real_log = pipeline.Pipeline.logger
+
+    def logger(self: Any, name: str) -> Any:
+        log = real_log(self, name)
+
+        def signalled(step: int, values: dict[str, float]) -> None:
+            log(step, values)
+            if name == stage and step == 2:
+                os.kill(os.getpid(), signal.SIGTERM)  # the real handler latches it
+
+        return signalled
+
+    monkeypatch.setattr(pipeline.Pipeline, "logger", logger)
+    with pytest.raises(Preempted) as stopped:
+        _run_in_process(f"out_dir={tmp_path}", "name=stopped", *settings)
+    monkeypatch.undo()
+    assert (stopped.value.stage, stopped.value.step, stopped.value.saved) == (stage, 2, True)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler was removed
+    state = tmp_path / "stopped" / "checkpoints" / f"{stage}-state"
+    assert is_complete(state)
+    assert json.loads((state / "state.json").read_text())["step"] == 2
+
+    result = _run_in_process(f"resume={tmp_path / 'stopped'}")
+    assert result.stages[stage]["steps"] == (6 if stage == "sft" else 4)
+    for name in ("sft", "grpo"):
+        expected = _losses(tmp_path / "straight", name)
+        got = _losses(tmp_path / "stopped", name)
+        assert [s for s, _ in got] == [s for s, _ in expected]
+        for (step, a), (_, b) in zip(expected, got, strict=True):
+            assert abs(a - b) <= 1e-6, (name, step, a, b)
+
+
+def test_posttrain_run_exits_143_on_sigterm_and_says_how_to_resume(tmp_path: Path) -> None:
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    posttrain = str(Path(sys.executable).with_name("posttrain"))
+    log = tmp_path / "out.txt"
+    with log.open("w") as out_file:
+        proc = subprocess.Popen([posttrain, "run", f"out_dir={tmp_path}", "name=run", *TINY,
+                                 "grpo.steps=200", "grpo.max_minutes=10"],
+                                stdout=out_file, stderr=subprocess.STDOUT, env=env)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while proc.poll() is None and time.monotonic() < deadline:
+            if metrics.is_file() and any(r["stage"] == "grpo" for r in read_metrics(metrics)):
+                proc.send_signal(signal.SIGTERM)
+                break
+            time.sleep(0.05)
+        proc.wait(timeout=300)
+    finally:
+        proc.kill()
+    out = log.read_text()
+    assert proc.returncode == 143, out[-3000:]
+    assert "stopped by SIGTERM in grpo after step" in out and "resume=RUN_DIR" in out
+    saved = load_grpo_state(tmp_path / "run" / "checkpoints" / "grpo-state")
+    assert saved is not None and saved.step >= 1
+    assert not (tmp_path / "run" / "checkpoints" / "sft-state").exists()  # SFT had finished
