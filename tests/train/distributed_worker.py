@@ -29,11 +29,12 @@ from posttrain.config import DPOConfig, GRPOConfig, RolloutConfig, SFTConfig, Tr
 from posttrain.domains.base import Axes
 from posttrain.engines.base import Completion, GenerationRequest
 from posttrain.models.loading import load_policy
-from posttrain.ranks import is_main
+from posttrain.ranks import is_main, rank
 from posttrain.train import distributed as ddist
 from posttrain.train.dpo import PreferencePair, train_dpo
 from posttrain.train.grpo import train_grpo
 from posttrain.train.mixture import TaskSampler
+from posttrain.train.preemption import Preempted, StopSignals
 from posttrain.train.sft import SFTLoop, sft_optimizer, train_sft
 from posttrain.types import Message, Reference, Rollout, Task, Verdict
 
@@ -56,6 +57,8 @@ class Args:
     audit: str | None = None
     rollout: str = "lockstep"  # GRPO's rollout.mode: lockstep, or scheduled (on rank 0)
     guidance: int = 0  # 1: GRPO with grpo.guidance, and every even-seed group fails
+    stop_rank: int = -1  # GRPO: this rank is sent SIGTERM (latched) after step stop_step
+    stop_step: int = 0
 
 
 def synthetic_rollout(rng: random.Random, i: int) -> Rollout:
@@ -204,12 +207,27 @@ class SayYesOnOddSeeds(SayYes):
 
 
 def _run_grpo(args: Args, replica: ddist.PolicyReplica, tokenizer: Any, log: Any) -> None:
+    """With `stop_rank`, each rank writes `preempted{rank}.json` into `out`: the step
+    `Preempted` named, whether it saved, and the steps of the states saved."""
     domain = SayYesOnOddSeeds() if args.guidance else SayYes()
-    train_grpo(
-        replica.trained, tokenizer, ScriptedSampler(tokenizer),  # type: ignore[arg-type]
-        TaskSampler([domain], "grpo"), lambda _: domain, grpo_config(args), max_tokens=8,
-        log=log, replica=replica, rollout=RolloutConfig(mode=args.rollout),  # type: ignore[arg-type]
-    )  # fmt: skip
+    stops, saved = StopSignals(), []
+
+    def after_step(step: int) -> None:
+        if rank() == args.stop_rank and step == args.stop_step:
+            os.kill(os.getpid(), signal.SIGTERM)  # latched by the handler below
+
+    try:
+        with stops.installed():
+            train_grpo(
+                replica.trained, tokenizer, ScriptedSampler(tokenizer),  # type: ignore[arg-type]
+                TaskSampler([domain], "grpo"), lambda _: domain, grpo_config(args), max_tokens=8,
+                log=log, replica=replica, rollout=RolloutConfig(mode=args.rollout),
+                after_step=after_step, save_state=lambda state: saved.append(state.step),
+                stop=stops,
+            )  # fmt: skip
+    except Preempted as exc:
+        outcome = {"step": exc.step, "saved": exc.saved, "states": saved}
+        (Path(args.out or ".") / f"preempted{rank()}.json").write_text(json.dumps(outcome))
 
 
 def _kill_during_step(model: torch.nn.Module, step: int) -> None:
