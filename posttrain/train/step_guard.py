@@ -9,6 +9,7 @@ error once `patience` updates in a row were skipped: by then the weights themsel
 are the likely cause, and the run's last full-state save (`save_every`) is where to
 resume from. Under data parallelism the norm is of the averaged (DDP) or sharded
 (FSDP2, reduced over the shards) gradients, so every rank takes the same decision.
+Reading the norm costs one device sync per update on a GPU, as logging it anywhere does.
 
     guard = StepGuard("grpo")
     loss.backward()
