@@ -10,9 +10,7 @@ Not guaranteed: only ASCII digits count; numbers written with thousands
 separators, decimals or words are not read as one integer ("1,234" is two, "3.5"
 ends in 5, "seven" is nothing); integers longer than Python's int-parsing limit
 (4300 digits) are treated as absent. The lenient ones read the Unicode minus sign
-(U+2212, "−5") and an en dash written as one (U+2013, "–5", as word processors turn
-"-5" into) as a minus, as `numeric` does; the strict ones accept neither. A dash between
-two numbers is no sign ("pages 3–5" ends in 5), as with the hyphen.
+(U+2212, "−5") as a minus, as `numeric` does; the strict ones do not accept it.
 """
 
 from __future__ import annotations
@@ -20,17 +18,15 @@ from __future__ import annotations
 import re
 
 _STRICT_INTEGER = re.compile(r"[+-]?[0-9]+")
-_ANY_INTEGER = re.compile(r"(?<![0-9])[+\-\u2212\u2013]?[0-9]+")
+_ANY_INTEGER = re.compile(r"(?<![0-9])[+\-\u2212]?[0-9]+")
 _STRICT_INT_LIST = re.compile(r"[+-]?[0-9]+(?:, *[+-]?[0-9]+)*")
-_ANY_INT_LIST = re.compile(
-    r"(?<![0-9])[+\-\u2212\u2013]?[0-9]+(?:\s*,\s*[+\-\u2212\u2013]?[0-9]+)*"
-)
-_INT_IN_LIST = re.compile(r"[+\-\u2212\u2013]?[0-9]+")
+_ANY_INT_LIST = re.compile(r"(?<![0-9])[+\-\u2212]?[0-9]+(?:\s*,\s*[+\-\u2212]?[0-9]+)*")
+_INT_IN_LIST = re.compile(r"[+\-\u2212]?[0-9]+")
 
 
 def _to_int(digits: str) -> int | None:
     try:
-        return int(digits.replace("\u2212", "-").replace("\u2013", "-"))
+        return int(digits.replace("\u2212", "-"))
     except ValueError:  # longer than sys.get_int_max_str_digits()
         return None
 
@@ -52,8 +48,8 @@ def strict_integer(text: str) -> int | None:
 
 
 def last_integer(text: str) -> int | None:
-    """The last integer anywhere in the text; a sign (+, -, U+2212 − or U+2013 –) counts
-    only when no digit precedes it.
+    """The last integer anywhere in the text; a sign (+, - or U+2212 −) counts only when
+    no digit precedes it.
 
     >>> last_integer("so 12-5 gives 7.")
     7

@@ -4,8 +4,7 @@
     numeric_match("12.5%", "0.125")                 # True: "%" divides by 100
     numeric_match("1200000", "1.2 million")         # False: the scale word must match
 
-A quantity is an optional sign (+, -, the minus sign U+2212 or an en dash U+2013
-used as one), an optional currency sign ($ € £ ¥), digits with
+A quantity is an optional sign, an optional currency sign ($ € £ ¥), digits with
 optional thousands commas, decimals and exponent, then optionally "%" or a scale
 word (thousand, million, billion, trillion). "(12)" is -12, as in accounts.
 `strict_number` and `parse_quantity` accept text that is exactly one quantity
@@ -38,7 +37,7 @@ _MAX_TOKEN = 400
 _SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 _QUANTITY = (
     r"(?P<paren>\(\s?)?"
-    r"(?P<s1>[-+\u2212\u2013])?(?P<cur>[$€£¥]\s?)?(?P<s2>[-+\u2212\u2013])?"
+    r"(?P<s1>[-+\u2212])?(?P<cur>[$€£¥]\s?)?(?P<s2>[-+\u2212])?"
     r"(?P<num>(?:[1-9][0-9]{0,2}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?|\.[0-9]+)"
     r"(?P<exp>[eE][-+]?[0-9]+)?"
     r"(?![0-9]|[.,][0-9])"
@@ -47,7 +46,7 @@ _QUANTITY = (
 )
 _STRICT = re.compile(_QUANTITY, re.IGNORECASE)
 # The lookahead lets the regex engine skip characters that cannot start a quantity.
-_LENIENT = re.compile(r"(?<![0-9.,])(?=[-+\u2212\u2013($€£¥.0-9])" + _QUANTITY, re.IGNORECASE)
+_LENIENT = re.compile(r"(?<![0-9.,])(?=[-+\u2212($€£¥.0-9])" + _QUANTITY, re.IGNORECASE)
 _WINDOW = 2_000
 _SEARCH_BUDGET = 20_000
 
@@ -79,7 +78,7 @@ def _quantity(match: re.Match[str]) -> Quantity | None:
     percent = match.group("pct") is not None
     if percent:
         value /= 100
-    if sign in ("-", "\u2212", "\u2013") or match.group("paren"):
+    if sign in ("-", "\u2212") or match.group("paren"):
         value = -value
     if not math.isfinite(value):
         return None

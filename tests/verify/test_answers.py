@@ -49,13 +49,11 @@ def test_last_integer_reads_the_last_integer_in_prose(text: str, expected: int) 
     assert last_integer(text) == expected
 
 
-@pytest.mark.parametrize("minus", ["\u2212", "\u2013"], ids=["minus-sign", "en-dash"])
-def test_lenient_extractors_read_the_unicode_minus_and_en_dash_as_a_minus(minus: str) -> None:
-    assert last_integer(f"x = {minus}5") == -5
-    assert last_integer(f"12{minus}5") == 5  # after a digit it is an operator, as "-" is
-    assert last_integer(f"pages 3{minus}5") == 5  # a range
-    assert last_int_list(f"{minus}3, {minus}1, 2") == [-3, -1, 2]
-    assert strict_integer(f"{minus}5") is None and parse_int_list(f"{minus}5") is None
+def test_lenient_extractors_read_the_unicode_minus_as_a_minus() -> None:
+    assert last_integer("x = \u22125") == -5
+    assert last_integer("12\u22125") == 5  # after a digit it is an operator, as "-" is
+    assert last_int_list("\u22123, \u22121, 2") == [-3, -1, 2]
+    assert strict_integer("\u22125") is None and parse_int_list("\u22125") is None
 
 
 def test_last_integer_is_none_without_digits() -> None:

@@ -24,8 +24,6 @@ def test_doctests_pass() -> None:
         ("-3", -3.0),
         ("+3", 3.0),
         ("\u22123", -3.0),
-        ("\u20133", -3.0),
-        ("\u2013$1.5 million", -1.5e6),
         ("1,234.5", 1234.5),
         (".5", 0.5),
         ("1e3", 1000.0),
@@ -84,8 +82,6 @@ def test_parse_quantity_keeps_scale_and_percent() -> None:
         ("about $1.2 million in total", 1.2e6),
         ("5 and then 1,2", 5.0),
         ("5 and then 0,100", 5.0),
-        ("net income fell to \u20134.2 million", -4.2e6),
-        ("in 2019\u20132020", 2020.0),  # a dash between numbers is a range, not a sign
     ],
 )
 def test_parse_number_reads_the_last_quantity_in_prose(text: str, value: float) -> None:
