@@ -51,7 +51,7 @@ from posttrain.train.batches import (
     token_budget_split,
     trained_completion_length,
 )
-from posttrain.types import Rollout, Task
+from posttrain.types import Rollout, Task, Turn
 
 Group = tuple[Task, list[Rollout]]
 RewardFn = Callable[[Rollout], float]  # what the advantages are computed from
@@ -109,7 +109,9 @@ class Guidance:
         for (i, ref), lp in zip(references, logprobs, strict=True):
             task, group = groups[i]
             slot = next((k for k in reversed(range(len(group))) if not group[k].scored), -1)
-            guided = replace(ref, id=group[slot].id + REFERENCE_SUFFIX, logprobs=lp)
+            guided = replace(
+                ref, id=group[slot].id + REFERENCE_SUFFIX, logprobs=lp, turns=turns_with(ref, lp)
+            )
             group = list(group)
             group[slot] = guided
             out[i] = (task, group)
@@ -163,3 +165,18 @@ class Guidance:
         finally:
             self.model.train(training)
         return out
+
+
+def turns_with(rollout: Rollout, logprobs: list[float]) -> list[Turn]:
+    """`rollout.turns` with each turn's logprobs taken from `logprobs`, laid out as
+    `Rollout.logprobs` (each turn's sampled tokens, then its environment tokens)."""
+    turns, at = [], 0
+    for turn in rollout.turns:
+        n = len(turn.token_ids)
+        turns.append(replace(turn, logprobs=logprobs[at : at + n]))
+        at += n + len(turn.env_token_ids)
+    if at != len(logprobs):
+        raise ValueError(
+            f"rollout {rollout.id}: its turns hold {at} tokens, its logprobs {len(logprobs)}"
+        )
+    return turns

@@ -204,6 +204,8 @@ def test_a_tool_domains_reference_is_replayed_with_its_observations(
     assert runs[:3] == [1, 0, 1]  # a call, its observation, the answer
     for logprob, mask in zip(guided.logprobs, guided.loss_mask, strict=True):
         assert (logprob < 0) if mask else logprob == 0.0
+    per_turn = [lp for t in guided.turns for lp in [*t.logprobs, *[0.0] * len(t.env_token_ids)]]
+    assert per_turn == guided.logprobs  # the turns (traces, viewer) hold the same logprobs
 
 
 def test_an_unscored_sample_is_the_one_replaced(tiny_model: Any, tokenizer: Any) -> None:
