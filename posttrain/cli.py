@@ -97,6 +97,7 @@ def run(
     from posttrain.store import RunDirError
     from posttrain.train.preemption import Preempted
     from posttrain.train.recipe import QuietReporter, run_recipe
+    from posttrain.train.step_guard import NonFiniteGradients
 
     if os.environ.get("RANK", "0") != "0":  # a torchrun rank besides 0: rank 0 speaks
         try:
@@ -117,6 +118,9 @@ def run(
     except Preempted as exc:  # SIGTERM / SIGUSR1 (`train/preemption.py`)
         console.print(f"[yellow]{exc}[/]")
         raise typer.Exit(code=exc.exit_code) from None
+    except NonFiniteGradients as exc:  # training diverged: what happened, not a traceback
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(code=1) from None
     _print_results(result)
     console.print(
         f"\nrun directory: [bold]{result.run_dir}[/] (summary.md, metrics.jsonl, checkpoints/)"

@@ -134,7 +134,7 @@ class AlertMonitor:
             self._skipped[stage] = n
             check("skipped_updates", "skipped_updates", n > before, before,
                   f"{n - before:g} optimizer update(s) skipped for non-finite gradients "
-                  f"since the last step ({n:g} in the stage)")  # fmt: skip
+                  f"since the stage's last metrics row ({n:g} in the stage)")  # fmt: skip
         families = sorted(
             {
                 k.split("/")[1]

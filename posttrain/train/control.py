@@ -196,10 +196,16 @@ class ControlArm:
         process.start()
         return cls(process, clock, stop_event, progress, results)
 
-    def stop(self, final_seconds: float, timeout: float = 600.0) -> ControlOutcome:
+    def stop(
+        self,
+        final_seconds: float,
+        timeout: float = 600.0,
+        abort: Callable[[], bool] | None = None,
+    ) -> ControlOutcome:
         """Fix the treatment's figure at `final_seconds` and wait until the child has
         trained as long, saved its checkpoint and sent its metrics. The child is
-        killed (and this raises) if it dies or makes no progress for `timeout` s."""
+        killed (and this raises RuntimeError) if it dies, makes no progress for
+        `timeout` s, or `abort()` turns true while waiting (checked every second)."""
         self._clock.hold(final_seconds)
         self._stop.set()
         seen, deadline = -1.0, time.monotonic() + timeout
@@ -210,6 +216,9 @@ class ControlArm:
             except queue.Empty:
                 if self._progress.value > seen:  # still training toward the figure
                     seen, deadline = self._progress.value, time.monotonic() + timeout
+                if abort is not None and abort():
+                    self.cancel()
+                    raise RuntimeError("control arm stopped: the run is stopping") from None
                 if not self._process.is_alive() or time.monotonic() > deadline:
                     self._process.kill()
                     raise RuntimeError(

@@ -165,8 +165,9 @@ def train_grpo(
 ) -> GRPOResult:
     """`after_step(step)` runs after each update (the recipe's monitor evaluation); its
     time does not count against `cfg.max_minutes`. With `save_state`, the full state
-    (`train/resume.py`) goes to it every `cfg.save_every` steps, and once `stop` was
-    signalled (`train/preemption.py`), before this raises `Preempted`; `resume` continues
+    (`train/resume.py`) goes to it every `cfg.save_every` steps, and at the end of the
+    step in which `stop` was signalled (`train/preemption.py`; `after_step` is skipped
+    then), before this raises `Preempted`; `resume` continues
     from such a state exactly: the same tasks, samples and updates as without the stop.
     `rollout` (lockstep without one) picks how the episodes run (`train/rollout_source.py`):
     lockstep, or the scheduler, synchronous or asynchronous within a staleness bound.
@@ -244,10 +245,6 @@ def train_grpo(
 
     try:
         for step in range(first, cfg.steps + 1):
-            if stop is not None and stop.poll():  # SIGTERM: save what is done, then exit
-                if store is not None:
-                    save(step - 1)
-                raise stop.preempted("grpo", step - 1, saved=store is not None)
             # One clock for all ranks (their mean): the stop and the ramp must agree.
             elapsed = all_reduce_sum([time.perf_counter() - start])[0] / ranks
             if elapsed > cfg.max_minutes * 60:
@@ -413,12 +410,16 @@ def train_grpo(
                         **(recorded or {}),
                     },
                 )
-            if after_step is not None:
+            stopping = stop is not None and stop.poll()  # SIGTERM: save now, then stop
+            if after_step is not None and not stopping:
                 paused = time.perf_counter()
                 after_step(step)
                 start += time.perf_counter() - paused
-            if store is not None and cfg.save_every and step % cfg.save_every == 0:
+            if store is not None and (stopping or cfg.save_every and step % cfg.save_every == 0):
                 save(step)
+            if stopping:
+                assert stop is not None
+                raise stop.preempted("grpo", step, saved=store is not None)
         seconds = time.perf_counter() - start
     finally:
         source.close()  # stopping workers is not training time either

@@ -41,7 +41,6 @@ from posttrain.eval.stats import PairedComparison
 from posttrain.models.loading import Policy, context_window
 from posttrain.ranks import any_rank, is_main
 from posttrain.rollout.context_strategy import OverLongPolicy
-from posttrain.rollout.episode import replay_references
 from posttrain.store import MetricsLogger, RunDir, TraceStore, degraded_metrics, is_complete
 from posttrain.train.checkpoint import (
     base_model_record,
@@ -65,7 +64,7 @@ from posttrain.train.mixture import (
 )
 from posttrain.train.monitor import TrainingMonitor
 from posttrain.train.preemption import Preempted, StopSignals
-from posttrain.train.recipe_inputs import grpo_sampler, split_off
+from posttrain.train.recipe_inputs import grpo_sampler, sft_demonstrations, split_off
 from posttrain.train.reporter import Reporter
 from posttrain.train.resume import (
     GRPO_STATE,
@@ -184,7 +183,14 @@ class Pipeline:
             if control is not None:  # no checkpoint: a resume starts a fresh control arm
                 control.cancel()
             raise
-        outcome = control.stop(self.treatment_seconds()) if control is not None else None
+        outcome = None
+        if control is not None:
+            try:  # on rank 0, which alone waits here: its own signal, no collective
+                outcome = control.stop(self.treatment_seconds(), abort=self.signalled)
+            except RuntimeError:  # the child killed by the signal too, or given up on
+                if not self.signalled():
+                    raise
+                raise self.stops.preempted("the control arm's end", None) from None
         # Rank 0 ran the arm; every rank evaluates its checkpoint (after this collective,
         # which rank 0 reaches once the checkpoint is saved).
         if any_rank(outcome is not None):
@@ -200,20 +206,9 @@ class Pipeline:
     # ---- stages --------------------------------------------------------------------
 
     def sft_data(self) -> tuple[list[Rollout], list[Rollout]]:
-        c = self.cfg.sft
         if self.sft_file is not None:  # the user's conversations instead of domain references
-            return split_off(self.sft_file, c.val_examples, self.cfg.seed)
-        difficulties = range(1, c.max_difficulty + 1)
-        weights = [c.domain_weights.get(d.id, 1.0) for d in self.domains]
-        train = TaskSampler(
-            self.domains, "sft", difficulties, weights, exclude=self.exclude, seed=self.cfg.seed
-        )
-        val = TaskSampler(
-            self.domains, "sft-val", difficulties, exclude=self.exclude, seed=self.cfg.seed
-        )
-        examples = replay_references(train.sample(c.num_examples), self.tok, get_domain)
-        val_examples = replay_references(val.sample(c.val_examples), self.tok, get_domain)
-        return examples, val_examples
+            return split_off(self.sft_file, self.cfg.sft.val_examples, self.cfg.seed)
+        return sft_demonstrations(self.cfg, self.domains, self.exclude, self.tok)
 
     def stage_sft(self, examples: list[Rollout], val: list[Rollout]) -> float:
         c = self.cfg.sft
@@ -226,10 +221,16 @@ class Pipeline:
             loop, before = load_sft_state(state_dir, model, optimizer)
             self.replica.sync()
         start = time.perf_counter()
+        saved_at = [loop.step if loop is not None else 0]  # the state on disk (0: none)
 
         def save(state: SFTLoop, opt: torch.optim.Optimizer) -> None:
-            if c.save_every and state.step % c.save_every == 0 and state.step < c.max_steps:
+            if state.step != saved_at[0]:
                 save_sft_state(state_dir, model, opt, state, before + time.perf_counter() - start)
+                saved_at[0] = state.step
+
+        def every(state: SFTLoop, opt: torch.optim.Optimizer) -> None:
+            if c.save_every and state.step % c.save_every == 0 and state.step < c.max_steps:
+                save(state, opt)
 
         try:
             res = train_sft(
@@ -243,13 +244,11 @@ class Pipeline:
                 log=self.logger("sft"),
                 optimizer=optimizer,
                 resume=loop,
-                on_step=save,
+                on_step=every,
                 stop=self.stops,
             )
         except Preempted as exc:  # save the state it stopped at, unless already there
-            if exc.step != (loop.step if loop is not None else 0):
-                done = before + time.perf_counter() - start
-                save_sft_state(state_dir, model, optimizer, exc.state, done)
+            save(exc.state, optimizer)
             exc.saved = is_complete(state_dir)
             raise
         self.replica.sync()
@@ -295,6 +294,8 @@ class Pipeline:
             pairs, val_pairs = split_off(self.dpo_file, c.val_tasks, seed)
         else:
             pairs, val_pairs = mine("dpo", c.num_tasks), mine("dpo-val", c.val_tasks)
+        if self.stops.poll():  # signalled while mining (minutes, on a big model)
+            raise self.stops.preempted("dpo", 0)
         self.report.stage("dpo", max(1, -(-len(pairs) // c.batch_size) * c.epochs))
         res = train_dpo(
             self.replica.trained, pairs, val_pairs, c, self.pad_id, seed=seed,  # type: ignore[arg-type]
@@ -366,6 +367,7 @@ class Pipeline:
             self.report.stage("control (more SFT)", outcome.steps)
             for step, values in outcome.log:
                 self.metrics.log("control", step, values)
+                self.monitor.check("control", step, values)
             self.result.stages["control"] = {
                 "seconds": outcome.seconds, "budget_s": outcome.budget_s,
                 "steps": outcome.steps, "val_loss": outcome.val_loss,
@@ -390,6 +392,10 @@ class Pipeline:
     @property
     def state_path(self) -> Path:
         return self.run_dir.checkpoint_path(GRPO_STATE)
+
+    def signalled(self) -> bool:
+        """Whether this rank got SIGTERM / SIGUSR1 (no collective, unlike `stops.poll`)."""
+        return self.stops.signum is not None
 
     def save_grpo(self, state: GRPOState) -> None:
         with self.clock.paused():

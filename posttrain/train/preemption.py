@@ -11,27 +11,29 @@ continues it exactly, as after a `kill -9` but without losing the steps since th
             raise stops.preempted("grpo", step, saved=True)
 
 Schedulers send SIGTERM before they kill a job (Kubernetes, SLURM's `scancel`, `kill`),
-and SLURM sends SIGUSR1 ahead of a time limit with `--signal=USR1@120`. A second signal
-while the first is being handled ends the process at once (the default action), for a
-user who wants it gone now: the saves are atomic, so a half-written state is never
-taken for a whole one.
+and SLURM sends SIGUSR1 ahead of a time limit with `--signal=USR1@120`. Later signals
+change nothing (torchrun's agent forwards the one SLURM also sent each worker): SIGKILL
+ends a run at once, and a resume then starts from the last `save_every` state.
 
-What each stage does at its next step boundary: SFT and GRPO save their full training
-state (`train/resume.py`), DPO (short, not resumable mid-stage) stops and is redone on
-resume, a signal between stages (evaluations, pair mining, rollouts) is acted on at the
-next boundary or the next evaluation. The control arm's process is stopped with the
-run, and a resume starts it afresh, as after a `kill -9`. The run exits with status
-128 + the signal's number (143 for SIGTERM), the status of a process the signal killed.
+Where a signal is acted on: GRPO at the end of the step it came in (before the monitor
+evaluation), SFT before its next step, DPO before its next step or once pair mining
+ends; SFT and GRPO save their full training state there (`train/resume.py`), DPO (not
+resumable within its stage) is redone on resume. Outside the loops a signal stops the
+run before its next held-out evaluation, or, while rank 0 waits for the control arm,
+at once: the control arm's process is stopped with the run and a resume starts it
+afresh, as after a `kill -9`. The run exits with status 128 + the signal's number
+(143 for SIGTERM), the status of a process the signal killed.
 
-Not guaranteed: a boundary comes once per step, so a step longer than the scheduler's
-grace period (SLURM's `KillWait`, Kubernetes' `terminationGracePeriodSeconds`, 30 s by
-default) is killed before it saves; give long steps a longer grace period.
+Not guaranteed: a step, a held-out evaluation or DPO's pair mining is not cut short, so
+one longer than the scheduler's grace period (SLURM's `KillWait`, Kubernetes'
+`terminationGracePeriodSeconds`, 30 s by default) is killed before the run saves; give
+such runs a longer grace period. Under torchrun, a signal that reaches only some ranks
+is acted on when all of them next poll (a collective).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -54,6 +56,7 @@ class Preempted(Exception):
         self.stage, self.step, self.signum, self.saved, self.state = (
             stage, step, signum, saved, state
         )  # fmt: skip
+        self.run_dir = "RUN_DIR"  # the run directory, once `run_recipe` knows it
 
     def __str__(self) -> str:
         name = signal.Signals(self.signum).name
@@ -62,7 +65,7 @@ class Preempted(Exception):
         else:
             where = f"in {self.stage} after step {self.step}"
             kept = "its full state is saved" if self.saved else "the stage restarts on resume"
-        return f"stopped by {name} {where} ({kept}); continue with `posttrain run resume=RUN_DIR`"
+        return f"stopped by {name} {where} ({kept}); continue with `posttrain run resume={self.run_dir}`"
 
     @property
     def exit_code(self) -> int:
@@ -77,11 +80,8 @@ class StopSignals:
         self.stopping = False  # latched by poll(): some rank was signalled
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.signum is not None:  # a second signal: the default action, now
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-            return
-        self.signum = signum
+        if self.signum is None:  # the first one counts
+            self.signum = signum
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[StopSignals]:

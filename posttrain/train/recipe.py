@@ -35,6 +35,7 @@ from posttrain.train.data_files import DataFileError
 from posttrain.train.distributed import close_distributed, init_distributed, resolve_device
 from posttrain.train.mixture import MixtureError, mixture_weights
 from posttrain.train.pipeline import Pipeline, RecipeResult
+from posttrain.train.preemption import Preempted
 from posttrain.train.recipe_inputs import check_heldout, check_reward_component, resolve_domains
 from posttrain.train.reporter import QuietReporter, Reporter
 from posttrain.train.resume import STAGES, forget_unfinished, open_for_resume
@@ -175,7 +176,11 @@ def _run_ranked(
                                      mixture)  # fmt: skip
                 pipeline.resuming = resumed is not None
                 with pipeline.stops.installed():  # SIGTERM / SIGUSR1: save and stop
-                    pipeline.run()
+                    try:
+                        pipeline.run()
+                    except Preempted as exc:
+                        exc.run_dir = str(run.path)
+                        raise
                 result.degraded_traces = dict(traces.degraded)
             except DataFileError as exc:
                 raise ConfigError(str(exc)) from None

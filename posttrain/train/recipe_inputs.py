@@ -5,6 +5,7 @@ its held-out set, and the train / validation split of the users' data files.
     check_heldout(config, domains)         # ConfigError when the held-out set cannot be built
     check_reward_component(config, domains)  # ... when no verdict has grpo.reward_component
     train, val = split_off(items, 16, seed=0)
+    examples, val = sft_demonstrations(config, domains, exclude, tokenizer)
 
 Not guaranteed: dataset domains are registered process-wide; a second recipe in the
 same process that gives an existing id a different dataset is refused, never replaced.
@@ -13,13 +14,15 @@ same process that gives an existing id a different dataset is refused, never rep
 from __future__ import annotations
 
 import random
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from posttrain.config import ConfigError, RunConfig
 from posttrain.domains import get_domain, load_entry_points, register
 from posttrain.domains.base import Domain
 from posttrain.domains.dataset import DatasetDomain, DatasetError
+from posttrain.rollout.episode import replay_references
 from posttrain.train.mixture import TaskSampler, heldout_tasks
+from posttrain.types import Rollout
 
 T = TypeVar("T")
 
@@ -128,3 +131,18 @@ def grpo_sampler(
         floor=c.adaptive_floor,
         cost_aware=c.adaptive_cost,
     )
+
+
+def sft_demonstrations(
+    config: RunConfig, domains: list[Domain], exclude: set[str], tokenizer: Any
+) -> tuple[list[Rollout], list[Rollout]]:
+    """SFT's (train, validation) demonstrations: domain references of difficulties
+    1..`sft.max_difficulty` replayed through the episode loop, drawn with
+    `sft.domain_weights` (validation: evenly), none of them a held-out prompt."""
+    c = config.sft
+    difficulties = range(1, c.max_difficulty + 1)
+    weights = [c.domain_weights.get(d.id, 1.0) for d in domains]
+    train = TaskSampler(domains, "sft", difficulties, weights, exclude=exclude, seed=config.seed)
+    val = TaskSampler(domains, "sft-val", difficulties, exclude=exclude, seed=config.seed)
+    examples = replay_references(train.sample(c.num_examples), tokenizer, get_domain)
+    return examples, replay_references(val.sample(c.val_examples), tokenizer, get_domain)

@@ -48,7 +48,7 @@ class StepGuard:
     def step(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> bool:
         """Clip, then `optimizer.step()` if the gradient norm is finite; else clear the
         gradients and count a skip. Returns whether the weights were updated."""
-        norm = grad_norm(model, self.max_norm)
+        norm = clip_finite_grad_norm(model, self.max_norm)
         if math.isfinite(norm):
             optimizer.step()
             self.in_a_row = 0
@@ -60,9 +60,10 @@ class StepGuard:
         if self.in_a_row >= self.patience:
             raise NonFiniteGradients(
                 f"{self.stage}: the gradient norm was {norm} at {self.in_a_row} optimizer "
-                f"updates in a row ({self.skipped} skipped in the stage); the weights were "
-                "left as they were before the first of them. Resume from the last full-state "
-                "save with a lower learning rate, or look for a loss that overflows"
+                f"updates in a row ({self.skipped} skipped in the stage); the weights are as "
+                "they were before the first of them. Lower the stage's learning rate or look "
+                "for a loss that overflows; a resume continues from the stage's last full-state "
+                "save (SFT and GRPO, with save_every)"
             )
         return False
 
@@ -74,7 +75,7 @@ class StepGuard:
         return {"grad_norm": mean, "skipped_updates": float(self.skipped)}
 
 
-def grad_norm(model: torch.nn.Module, max_norm: float) -> float:
+def clip_finite_grad_norm(model: torch.nn.Module, max_norm: float) -> float:
     """The total L2 norm of the gradients, clipped in place to `max_norm` when finite
     (`clip_grad_norm_` would scale them by NaN otherwise). Parameters without a gradient
     (frozen, or a LoRA run's base) are left out."""

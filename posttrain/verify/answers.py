@@ -10,7 +10,8 @@ Not guaranteed: only ASCII digits count; numbers written with thousands
 separators, decimals or words are not read as one integer ("1,234" is two, "3.5"
 ends in 5, "seven" is nothing); integers longer than Python's int-parsing limit
 (4300 digits) are treated as absent. The lenient ones read the Unicode minus sign
-(U+2212, "−5") as a minus, as `numeric` does; the strict ones do not accept it.
+(U+2212, "−5") as a minus, as `numeric` does; the strict ones do not accept it. An en
+dash (U+2013) before a number is not read as a minus ("–5" is 5).
 """
 
 from __future__ import annotations

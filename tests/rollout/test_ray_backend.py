@@ -284,3 +284,29 @@ def test_workers_that_fail_to_start_leave_no_ray_this_object_started(
     with pytest.raises(RuntimeError, match="failed to start"):
         RayRollouts(FailingFactory(), tokenizer, lookup, PARAMS, workers=1)
     assert shut == [True]
+
+
+def test_ensure_ray_puts_back_the_sigterm_handler_ray_init_replaces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ray.init sets a SIGTERM handler that exits at once (ray/_private/worker.py); a
+    run's own, which saves its state first (`train/preemption.py`), must survive it."""
+    import signal
+    import sys
+
+    from posttrain.rollout.backends import ray_cluster
+
+    def init_as_ray_does(**_: Any) -> None:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
+
+    def ours(signum: int, frame: Any) -> None:
+        pass
+
+    monkeypatch.setattr(ray_cluster.ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray_cluster.ray, "init", init_as_ray_does)
+    previous = signal.signal(signal.SIGTERM, ours)
+    try:
+        assert ray_cluster.ensure_ray(num_cpus=1) is True
+        assert signal.getsignal(signal.SIGTERM) is ours
+    finally:
+        signal.signal(signal.SIGTERM, previous)

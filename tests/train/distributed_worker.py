@@ -57,7 +57,7 @@ class Args:
     audit: str | None = None
     rollout: str = "lockstep"  # GRPO's rollout.mode: lockstep, or scheduled (on rank 0)
     guidance: int = 0  # 1: GRPO with grpo.guidance, and every even-seed group fails
-    stop_rank: int = -1  # GRPO: this rank is sent SIGTERM (latched) after step stop_step
+    stop_rank: int = -1  # GRPO: this rank gets SIGTERM in step stop_step's after_step
     stop_step: int = 0
 
 

@@ -148,3 +148,16 @@ def test_a_recipes_control_arm_trains_as_long_as_dpo_and_grpo(tmp_path: Path) ->
     step_s = control["seconds"] / control["steps"]
     # Neither the child's start-up nor the parent's evaluations and saves count.
     assert treatment <= control["seconds"] < treatment + max(2 * step_s, 0.2)
+
+
+def test_waiting_for_the_arm_ends_at_once_when_the_run_is_stopping(tmp_path: Path) -> None:
+    # A signalled run (`train/preemption.py`) must not sit out the arm's budget.
+    sft, examples = _sft_checkpoint(tmp_path)
+    cfg = SFTConfig(batch_size=4, micro_batches=1, eval_every=5)
+    arm = ControlArm.start(sft, tmp_path / "control", examples, examples[:4], cfg, 1e-3, 0, 1,
+                           TreatmentClock(), cap_s=600.0)  # fmt: skip
+    began = time.monotonic()
+    with pytest.raises(RuntimeError, match="the run is stopping"):
+        arm.stop(300.0, abort=lambda: True)
+    assert time.monotonic() - began < 30
+    assert not (tmp_path / "control" / "trainer_state.json").exists()  # no checkpoint

@@ -66,7 +66,10 @@ def test_a_non_finite_gradient_leaves_weights_and_optimizer_state_alone(bad: flo
 
     assert not guard.step(model, optimizer)
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
-    assert str(optimizer.state_dict()) == str(state)
+    after = optimizer.state_dict()["state"]
+    assert after.keys() == state["state"].keys()
+    for key, moments in state["state"].items():
+        assert all(torch.equal(after[key][k], v) for k, v in moments.items())
     assert all(p.grad is None for p in model.parameters())  # the next step starts clean
     assert guard.metrics()["skipped_updates"] == 1.0
 
