@@ -98,6 +98,9 @@ class GRPOConfig(_Strict):
     batch_size: int = Field(128, ge=1, description="rollouts per step (prompts × group_size)")
     group_size: int = Field(8, ge=2, description="samples per prompt")
     lr: float = Field(3e-5, gt=0, description="AdamW learning rate")
+    warmup_steps: int = Field(
+        0, ge=0, description="linear warm-up of the learning rate over the first steps (0: none)"
+    )
     # Below 1e-5 the engines sample greedily (`SamplingParams.greedy`) and report logprobs
     # at temperature 1, while the trainer's forward would divide by this: the two disagree.
     temperature: float = Field(0.7, ge=1e-5, description="sampling temperature")

@@ -293,6 +293,9 @@ def train_grpo(
 
             # 3. Policy update on the kept rollouts.
             t1 = time.perf_counter()
+            lr = cfg.lr * min(1.0, step / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
+            for params_of in optimizer.param_groups:  # a function of the step: resumes exactly
+                params_of["lr"] = lr
             stats: dict[str, float] = {"clip_frac": 0.0, "kl": 0.0, "loss": 0.0}
             probe: dict[str, float] = {}
             updates = 0
@@ -401,6 +404,7 @@ def train_grpo(
                         "update_s": time.perf_counter() - t1,
                         "tokens_per_s": sum(lengths) / max(rollout_s, 1e-9),
                         "difficulty_mean": sum(t.difficulty for t in tasks) / len(tasks),
+                        "lr": lr,
                         **{k: v / max(1, updates) for k, v in stats.items()},
                         **probe,
                         **guard.metrics(),

@@ -38,6 +38,7 @@ LOGGED_KEYS = {
     "logprob_mismatch",
     "grad_norm",
     "skipped_updates",
+    "lr",
 }
 
 
@@ -229,6 +230,15 @@ def test_grpo_logs_the_expected_keys_each_step(tiny_model: Any, tokenizer: Any) 
         assert values["entropy"] > 0 and values["logprob_mismatch"] > 0  # scripted: -1 each
         assert values["errors"] == 0.0
         assert values["completion_tokens"] == pytest.approx((4 + 3) / 2)  # "yes"/"no" + eos
+
+
+def test_a_warm_up_raises_the_learning_rate_linearly_then_holds_it(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    cfg = SMALL.model_copy(update={"steps": 4, "warmup_steps": 3})
+    logged = run_grpo(tiny_model, tokenizer, ["yes", "no"], cfg)
+    assert [v["lr"] for v in logged] == pytest.approx([1e-3 / 3, 2e-3 / 3, 1e-3, 1e-3])
+    assert [v["lr"] for v in run_grpo(tiny_model, tokenizer, ["yes"], SMALL)] == [1e-3, 1e-3]
 
 
 def test_grpo_records_every_rollout_with_its_policy_version(
