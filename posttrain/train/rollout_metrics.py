@@ -35,9 +35,9 @@ def tool_metrics(rollouts: list[Rollout]) -> dict[str, float]:
 
 
 def by_family(rollouts: list[Rollout]) -> dict[str, float]:
-    """Reward, pass rate and sampled tokens per domain family (`by_family/{family}/...`),
-    pass rate per matrix cell (`by_cell/{modality/tools/rounds/verification}/pass_rate`)
-    and the mean of each verdict component (`component/{name}`)."""
+    """Reward, pass rate and sampled tokens per domain family (`by_family/{family}/...`)
+    and per matrix cell (`by_cell/{modality/tools/rounds/verification}/...`), and the
+    mean of each verdict component (`component/{name}`)."""
     from posttrain.eval.results import domain_cell
 
     groups: dict[str, list[Rollout]] = {}
@@ -49,12 +49,11 @@ def by_family(rollouts: list[Rollout]) -> dict[str, float]:
         for name, value in r.verdict.components.items():
             components.setdefault(name, []).append(float(value))
     out: dict[str, float] = {}
-    for family, rs in groups.items():
-        out[f"by_family/{family}/reward"] = sum(r.reward for r in rs) / len(rs)
-        out[f"by_family/{family}/pass_rate"] = sum(r.verdict.passed for r in rs) / len(rs)
-        out[f"by_family/{family}/tokens"] = sum(sum(r.loss_mask) for r in rs) / len(rs)
-    for cell, rs in cells.items():
-        out[f"by_cell/{cell}/pass_rate"] = sum(r.verdict.passed for r in rs) / len(rs)
+    for prefix, rollouts_of in (("by_family", groups), ("by_cell", cells)):
+        for name, rs in rollouts_of.items():
+            out[f"{prefix}/{name}/reward"] = sum(r.reward for r in rs) / len(rs)
+            out[f"{prefix}/{name}/pass_rate"] = sum(r.verdict.passed for r in rs) / len(rs)
+            out[f"{prefix}/{name}/tokens"] = sum(sum(r.loss_mask) for r in rs) / len(rs)
     for name, values in components.items():
         out[f"component/{name}"] = sum(values) / len(values)
     return out
