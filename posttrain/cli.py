@@ -106,6 +106,8 @@ def run(
             fail(str(exc))
         except Preempted as exc:
             raise typer.Exit(code=exc.exit_code) from None
+        except NonFiniteGradients:  # rank 0 says what happened
+            raise typer.Exit(code=1) from None
         return
     console.print(f"[bold]posttrain run[/] model={config.model.name} domains={len(config.domains)}")
     reporter = _RichReporter()

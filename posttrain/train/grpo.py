@@ -166,8 +166,8 @@ def train_grpo(
     """`after_step(step)` runs after each update (the recipe's monitor evaluation); its
     time does not count against `cfg.max_minutes`. With `save_state`, the full state
     (`train/resume.py`) goes to it every `cfg.save_every` steps, and at the end of the
-    step in which `stop` was signalled (`train/preemption.py`; `after_step` is skipped
-    then), before this raises `Preempted`; `resume` continues
+    step in which `stop` was signalled (`train/preemption.py`; before `after_step`, which
+    is then skipped, or after it), before this raises `Preempted`; `resume` continues
     from such a state exactly: the same tasks, samples and updates as without the stop.
     `rollout` (lockstep without one) picks how the episodes run (`train/rollout_source.py`):
     lockstep, or the scheduler, synchronous or asynchronous within a staleness bound.
@@ -294,8 +294,8 @@ def train_grpo(
             # 3. Policy update on the kept rollouts.
             t1 = time.perf_counter()
             lr = cfg.lr * min(1.0, step / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
-            for params_of in optimizer.param_groups:  # a function of the step: resumes exactly
-                params_of["lr"] = lr
+            for param_group in optimizer.param_groups:  # a function of the step: resumes exactly
+                param_group["lr"] = lr
             stats: dict[str, float] = {"clip_frac": 0.0, "kl": 0.0, "loss": 0.0}
             probe: dict[str, float] = {}
             updates = 0
@@ -419,6 +419,7 @@ def train_grpo(
                 paused = time.perf_counter()
                 after_step(step)
                 start += time.perf_counter() - paused
+                stopping = stop is not None and stop.poll()  # a signal in the monitor eval
             if store is not None and (stopping or cfg.save_every and step % cfg.save_every == 0):
                 save(step)
             if stopping:

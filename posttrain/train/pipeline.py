@@ -185,12 +185,13 @@ class Pipeline:
             raise
         outcome = None
         if control is not None:
-            try:  # on rank 0, which alone waits here: its own signal, no collective
+            try:  # rank 0 alone waits here: its own signal ends the wait (no collective)
                 outcome = control.stop(self.treatment_seconds(), abort=self.signalled)
             except RuntimeError:  # the child killed by the signal too, or given up on
                 if not self.signalled():
                     raise
-                raise self.stops.preempted("the control arm's end", None) from None
+        if self.stops.poll():  # every rank, before the collective below
+            raise self.stops.preempted("the control arm's end", None)
         # Rank 0 ran the arm; every rank evaluates its checkpoint (after this collective,
         # which rank 0 reaches once the checkpoint is saved).
         if any_rank(outcome is not None):
@@ -295,7 +296,7 @@ class Pipeline:
         else:
             pairs, val_pairs = mine("dpo", c.num_tasks), mine("dpo-val", c.val_tasks)
         if self.stops.poll():  # signalled while mining (minutes, on a big model)
-            raise self.stops.preempted("dpo", 0)
+            raise self.stops.preempted("dpo", None)
         self.report.stage("dpo", max(1, -(-len(pairs) // c.batch_size) * c.epochs))
         res = train_dpo(
             self.replica.trained, pairs, val_pairs, c, self.pad_id, seed=seed,  # type: ignore[arg-type]
@@ -393,8 +394,7 @@ class Pipeline:
     def state_path(self) -> Path:
         return self.run_dir.checkpoint_path(GRPO_STATE)
 
-    def signalled(self) -> bool:
-        """Whether this rank got SIGTERM / SIGUSR1 (no collective, unlike `stops.poll`)."""
+    def signalled(self) -> bool:  # this rank's SIGTERM / SIGUSR1, no collective (`poll`)
         return self.stops.signum is not None
 
     def save_grpo(self, state: GRPOState) -> None:

@@ -15,9 +15,9 @@ and SLURM sends SIGUSR1 ahead of a time limit with `--signal=USR1@120`. Later si
 change nothing (torchrun's agent forwards the one SLURM also sent each worker): SIGKILL
 ends a run at once, and a resume then starts from the last `save_every` state.
 
-Where a signal is acted on: GRPO at the end of the step it came in (before the monitor
-evaluation), SFT before its next step, DPO before its next step or once pair mining
-ends; SFT and GRPO save their full training state there (`train/resume.py`), DPO (not
+Where a signal is acted on: GRPO at the end of the step it came in (before its monitor
+evaluation, or after it if it came then; a monitor row skipped so is not redone), SFT
+before its next step, DPO before its next step or once pair mining ends; SFT and GRPO save their full training state there (`train/resume.py`), DPO (not
 resumable within its stage) is redone on resume. Outside the loops a signal stops the
 run before its next held-out evaluation, or, while rank 0 waits for the control arm,
 at once: the control arm's process is stopped with the run and a resume starts it
@@ -28,7 +28,11 @@ Not guaranteed: a step, a held-out evaluation or DPO's pair mining is not cut sh
 one longer than the scheduler's grace period (SLURM's `KillWait`, Kubernetes'
 `terminationGracePeriodSeconds`, 30 s by default) is killed before the run saves; give
 such runs a longer grace period. Under torchrun, a signal that reaches only some ranks
-is acted on when all of them next poll (a collective).
+is acted on when all of them next poll (a collective). A scheduler that signals every
+process of the job (SLURM's `scancel`, `--signal=USR1` without `B:`) also reaches Ray's
+processes (`rollout.backend=ray`), which may die before the run saves; there, have the
+scheduler signal the batch script alone (`--signal=B:USR1@120`) and forward the signal
+to `posttrain` (read from Ray's code, not tried on SLURM).
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ One NaN or inf in a gradient would otherwise go through AdamW into every weight 
 every later step: a week-long run would keep going with a dead model. `StepGuard`
 measures the total gradient norm (the one clipping needs anyway), leaves the weights
 and the optimizer state untouched when it is not finite, and stops the stage with an
-error once `patience` updates in a row were skipped: by then the weights themselves
-are the likely cause, and the run's last full-state save (`save_every`) is where to
-resume from. Under data parallelism the norm is of the averaged (DDP) or sharded
+error once `patience` updates in a row were skipped: by then the weights or the
+learning rate are the likely cause. A resume would repeat the same updates (it replays
+the run exactly, under the same settings), so the way on is a new run with a lower
+learning rate, or a fix to a loss that overflows. Under data parallelism the norm is of the averaged (DDP) or sharded
 (FSDP2, reduced over the shards) gradients, so every rank takes the same decision.
 Reading the norm costs one device sync per update on a GPU, as logging it anywhere does.
 
@@ -61,9 +62,8 @@ class StepGuard:
             raise NonFiniteGradients(
                 f"{self.stage}: the gradient norm was {norm} at {self.in_a_row} optimizer "
                 f"updates in a row ({self.skipped} skipped in the stage); the weights are as "
-                "they were before the first of them. Lower the stage's learning rate or look "
-                "for a loss that overflows; a resume continues from the stage's last full-state "
-                "save (SFT and GRPO, with save_every)"
+                "they were before the first of them. Look for a loss that overflows, or start "
+                "a new run with a lower learning rate: a resume repeats the same updates"
             )
         return False
 

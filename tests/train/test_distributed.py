@@ -171,14 +171,13 @@ def test_fsdp_grpo_matches_the_single_process_run(single: dict[str, Any], tmp_pa
 def test_a_sigterm_to_one_fsdp_rank_stops_both_at_the_same_step_with_a_save(
     tmp_path: Path,
 ) -> None:
-    """Rank 1 alone is signalled in step 2's after-step hook: the ranks agree at the
-    next boundary (the end of step 3), both take part in the state's collective save,
-    and both stop there."""
+    """Rank 1 alone is signalled in step 2's after-step hook: the ranks agree right
+    after it, both take part in the state's collective save, and both stop there."""
     torchrun(tmp_path, "--strategy", "fsdp", "--tasks", "grpo", "--steps", "5",
              "--stop-rank", "1", "--stop-step", "2")  # fmt: skip
     outcomes = [json.loads((tmp_path / "run" / f"preempted{r}.json").read_text()) for r in (0, 1)]
-    assert outcomes[0] == {"step": 3, "saved": True, "states": [3]}  # rank 0 writes it
-    assert outcomes[1] == {"step": 3, "saved": True, "states": []}
+    assert outcomes[0] == {"step": 2, "saved": True, "states": [2]}  # rank 0 writes it
+    assert outcomes[1] == {"step": 2, "saved": True, "states": []}
 
 
 @pytest.mark.slow  # torchrun jobs; make test keeps the DDP job

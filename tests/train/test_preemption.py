@@ -71,27 +71,27 @@ def test_grpo_saves_the_state_after_the_last_step_then_raises(
 ) -> None:
     stops, saved = StopSignals(), []
     cfg = GRPOConfig(steps=5, batch_size=4, group_size=2, minibatch_size=4, save_every=0)
-    with pytest.raises(Preempted) as stopped:  # signalled after step 2: step 3 ends it
+    with pytest.raises(Preempted) as stopped:  # signalled in step 2's monitor hook
         run_grpo(tiny_model, tokenizer, ["yes", "no"], cfg, after_step=_signal_at(stops, 2),
                  save_state=saved.append, stop=stops)  # fmt: skip
-    assert (stopped.value.stage, stopped.value.step, stopped.value.saved) == ("grpo", 3, True)
-    assert [s.step for s in saved] == [3]  # save_every=0: saved for the signal alone
-    assert isinstance(saved[0], GRPOState) and len(saved[0].rewards_seen) == 3
+    assert (stopped.value.stage, stopped.value.step, stopped.value.saved) == ("grpo", 2, True)
+    assert [s.step for s in saved] == [2]  # save_every=0: saved for the signal alone
+    assert isinstance(saved[0], GRPOState) and len(saved[0].rewards_seen) == 2
 
 
 def test_a_grpo_step_saved_by_save_every_is_not_saved_again(
     tiny_model: Any, tokenizer: Any
 ) -> None:
-    stops, saved, after = StopSignals(), [], []
+    stops, saved, after, recorded = StopSignals(), [], [], []
 
-    def hook(step: int) -> None:
-        after.append(step)
-        _signal_at(stops, 1)(step)
+    def record(rollouts: list[Any]) -> None:  # mid-step, before the step's end
+        recorded.append(len(rollouts))
+        _signal_at(stops, 2)(len(recorded))
 
     cfg = GRPOConfig(steps=5, batch_size=4, group_size=2, minibatch_size=4, save_every=2)
-    with pytest.raises(Preempted) as stopped:  # signalled in step 1's hook: stops after 2
-        run_grpo(tiny_model, tokenizer, ["yes", "no"], cfg, after_step=hook,
-                 save_state=saved.append, stop=stops)  # fmt: skip
+    with pytest.raises(Preempted) as stopped:
+        run_grpo(tiny_model, tokenizer, ["yes", "no"], cfg, after_step=after.append,
+                 record=record, save_state=saved.append, stop=stops)  # fmt: skip
     assert stopped.value.step == 2
     assert [s.step for s in saved] == [2]  # once, though save_every says 2 as well
     assert after == [1]  # the stopping step skips its monitor hook
@@ -129,26 +129,32 @@ def _losses(run: Path, stage: str) -> list[tuple[int, float]]:
     return [(r["step"], r["values"]["loss"]) for r in rows]
 
 
-@pytest.mark.parametrize("stage", ["sft", "grpo"])
-def test_a_run_stopped_by_sigterm_resumes_to_the_same_losses(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage: str
-) -> None:
-    settings = [*TINY, "sft.max_steps=6", "sft.eval_every=1", "grpo.steps=4"]
-    _run_in_process(f"out_dir={tmp_path}", "name=straight", *settings)
-
+def _signal_when_logged(monkeypatch: pytest.MonkeyPatch, stage: str, step: int) -> None:
+    """Make the recipe send this process SIGTERM (which its handler latches) once
+    `stage` has logged `step`."""
     real_log = pipeline.Pipeline.logger
 
     def logger(self: Any, name: str) -> Any:
         log = real_log(self, name)
 
-        def signalled(step: int, values: dict[str, float]) -> None:
-            log(step, values)
-            if name == stage and step == 2:
-                os.kill(os.getpid(), signal.SIGTERM)  # the real handler latches it
+        def signalled(at: int, values: dict[str, float]) -> None:
+            log(at, values)
+            if name == stage and at == step:
+                os.kill(os.getpid(), signal.SIGTERM)
 
         return signalled
 
     monkeypatch.setattr(pipeline.Pipeline, "logger", logger)
+
+
+@pytest.mark.parametrize("stage", ["sft", "grpo"])
+def test_a_run_stopped_by_sigterm_resumes_to_the_same_losses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    # the warm-up resumes exactly too
+    settings = [*TINY, "sft.max_steps=6", "sft.eval_every=1", "grpo.steps=4", "grpo.warmup_steps=3"]
+    _run_in_process(f"out_dir={tmp_path}", "name=straight", *settings)
+    _signal_when_logged(monkeypatch, stage, 2)
     with pytest.raises(Preempted) as stopped:
         _run_in_process(f"out_dir={tmp_path}", "name=stopped", *settings)
     monkeypatch.undo()
@@ -223,3 +229,83 @@ def test_posttrain_run_exits_143_on_sigterm_and_says_how_to_resume(tmp_path: Pat
     saved = load_grpo_state(tmp_path / "run" / "checkpoints" / "grpo-state")
     assert saved is not None and saved.step >= 1
     assert not (tmp_path / "run" / "checkpoints" / "sft-state").exists()  # SFT had finished
+
+
+def _signal_after(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[int]:
+    """Wrap `owner.name` so that its first call sends this process SIGTERM once it has
+    returned; returns the list its calls are counted in."""
+    real, calls = getattr(owner, name), []
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return out
+
+    monkeypatch.setattr(owner, name, wrapped)
+    return calls
+
+
+def test_a_signal_during_pair_mining_stops_before_dpo_trains(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = [*TINY, "dpo.enabled=true", "dpo.num_tasks=8", "dpo.val_tasks=4",
+                "dpo.batch_size=4", "dpo.epochs=1"]  # fmt: skip
+    _signal_after(monkeypatch, pipeline, "mine_pairs")
+    with pytest.raises(Preempted) as stopped:
+        _run_in_process(f"out_dir={tmp_path}", "name=run", *settings)
+    monkeypatch.undo()
+    assert (stopped.value.stage, stopped.value.step) == ("dpo", None)
+    assert "before dpo (the finished stages are kept)" in str(stopped.value)
+    assert not any(r["stage"] == "dpo" for r in read_metrics(tmp_path / "run" / "metrics.jsonl"))
+    result = _run_in_process(f"resume={tmp_path / 'run'}")
+    assert result.stages["dpo"]["steps"] > 0 and result.stages["grpo"]["steps"] == 2
+
+
+def test_a_signal_just_after_an_sft_resume_keeps_the_state_it_resumed_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = [*TINY, "sft.max_steps=6", "sft.eval_every=1", "sft.save_every=2"]
+    _run_in_process(f"out_dir={tmp_path}", "name=straight", *settings)
+    _signal_when_logged(monkeypatch, "sft", 4)
+    with pytest.raises(Preempted):  # at step 4, which save_every=2 saved already
+        _run_in_process(f"out_dir={tmp_path}", "name=stopped", *settings)
+    monkeypatch.undo()
+    state = tmp_path / "stopped" / "checkpoints" / "sft-state"
+    assert json.loads((state / "state.json").read_text())["step"] == 4
+
+    _signal_after(monkeypatch, pipeline, "load_sft_state")  # before a step of the new life
+    with pytest.raises(Preempted) as again:
+        _run_in_process(f"resume={tmp_path / 'stopped'}")
+    monkeypatch.undo()
+    assert (again.value.stage, again.value.step, again.value.saved) == ("sft", 4, True)
+    assert json.loads((state / "state.json").read_text())["step"] == 4
+
+    _run_in_process(f"resume={tmp_path / 'stopped'}")
+    for name in ("sft", "grpo"):
+        expected, got = _losses(tmp_path / "straight", name), _losses(tmp_path / "stopped", name)
+        assert [s for s, _ in got] == [s for s, _ in expected]
+        assert [v for _, v in got] == pytest.approx([v for _, v in expected], abs=1e-6)
+
+
+@pytest.mark.slow  # the control arm is a spawned process: about 20 s
+def test_a_signal_while_waiting_for_the_control_arm_stops_it_and_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = [*TINY, "control.enabled=true"]
+    real_stop = pipeline.ControlArm.stop
+
+    def stop_signalled(self: Any, *args: Any, **kwargs: Any) -> Any:
+        os.kill(os.getpid(), signal.SIGTERM)  # as the wait begins
+        return real_stop(self, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline.ControlArm, "stop", stop_signalled)
+    with pytest.raises(Preempted) as stopped:
+        _run_in_process(f"out_dir={tmp_path}", "name=run", *settings)
+    monkeypatch.undo()
+    assert (stopped.value.stage, stopped.value.step) == ("the control arm's end", None)
+    checkpoints = tmp_path / "run" / "checkpoints"
+    assert is_complete(checkpoints / "grpo") and not is_complete(checkpoints / "control")
+    result = _run_in_process(f"resume={tmp_path / 'run'}")  # a fresh control arm
+    assert result.stages["control"]["steps"] > 0 and "control" in result.evals
