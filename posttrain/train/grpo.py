@@ -466,9 +466,7 @@ def select_groups(
     spread first, topped up in draw order by the others when too few have it."""
     if not signal_first:
         return sampled[:count]
-    with_signal = [g for g in sampled if has_spread(g[1], component)]
-    rest = [g for g in sampled if not has_spread(g[1], component)]
-    return (with_signal + rest)[:count]
+    return sorted(sampled, key=lambda g: not has_spread(g[1], component))[:count]  # stable
 
 
 def ramp_ceiling(cfg: GRPOConfig, step: int, elapsed_s: float) -> int | None:

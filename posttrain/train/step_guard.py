@@ -21,6 +21,7 @@ Reading the norm costs one device sync per update on a GPU, as logging it anywhe
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 
@@ -80,7 +81,7 @@ def clip_finite_grad_norm(model: torch.nn.Module, max_norm: float) -> float:
     (`clip_grad_norm_` would scale them by NaN otherwise). Parameters without a gradient
     (frozen, or a LoRA run's base) are left out."""
     params = [p for p in model.parameters() if p.grad is not None]
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    grads = [cast(torch.Tensor, p.grad) for p in params]
     if not grads:
         return 0.0
     norm = torch.nn.utils.get_total_norm(grads)
