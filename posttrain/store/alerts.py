@@ -43,7 +43,7 @@ import json
 import math
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -92,6 +92,24 @@ class AlertMonitor:
         self.raised: list[Alert] = []
 
     def observe(self, stage: str, step: int, values: dict[str, float]) -> list[Alert]:
+        fired = self._apply(stage, step, values)
+        for alert in fired:
+            self._write(alert)
+        self.raised += fired
+        return fired
+
+    def replay(self, rows: Iterable[dict[str, Any]]) -> None:
+        """Bring the rules to where they stood after `rows` (`read_metrics` rows, oldest
+        first: those a resumed run kept), writing and warning nothing, so the resumed run
+        raises exactly the alerts the uninterrupted one would: history windows, the
+        conditions already alerted and the skipped-update counts carry over. A value
+        the metrics file holds as null (it was NaN or infinite) is replayed as NaN."""
+        for row in rows:
+            values = {k: math.nan if v is None else float(v) for k, v in row["values"].items()}
+            self._apply(str(row["stage"]), int(row["step"]), values)
+
+    def _apply(self, stage: str, step: int, values: dict[str, float]) -> list[Alert]:
+        """Run every rule on one step's `values`, updating their state; the alerts fired."""
         t = self.t
         fired: list[Alert] = []
 
@@ -151,9 +169,6 @@ class AlertMonitor:
                 check,
             )
             self._jump(stage, values, "reward_jump", prefix + "reward", check)
-        for alert in fired:
-            self._write(alert)
-        self.raised += fired
         return fired
 
     def _jump(self, stage: str, values: dict[str, float], kind: str, metric: str,

@@ -167,8 +167,9 @@ def train_grpo(
     time does not count against `cfg.max_minutes`. With `save_state`, the full state
     (`train/resume.py`) goes to it every `cfg.save_every` steps, and at the end of the
     step in which `stop` was signalled (`train/preemption.py`; before `after_step`, which
-    is then skipped, or after it), before this raises `Preempted`; `resume` continues
-    from such a state exactly: the same tasks, samples and updates as without the stop.
+    the resume then runs first, or after it), before this raises `Preempted`; `resume`
+    continues from such a state exactly: the same tasks, samples and updates as without
+    the stop.
     `rollout` (lockstep without one) picks how the episodes run (`train/rollout_source.py`):
     lockstep, or the scheduler, synchronous or asynchronous within a staleness bound.
 
@@ -214,6 +215,7 @@ def train_grpo(
         restore_rank_rng(resume.rng, engine, resume.step)
         start -= resume.elapsed_s
         rewards_seen = list(resume.rewards_seen)
+        guard.load_state_dict(resume.guard)
         first = resume.step + 1
     step = first - 1
     paused = time.perf_counter()
@@ -223,7 +225,7 @@ def train_grpo(
     )  # fmt: skip
     start += time.perf_counter() - paused  # starting Ray workers is not training time
 
-    def save(done: int) -> None:
+    def save(done: int, after_step_pending: bool = False) -> None:
         """The full state after step `done` to `store`; its time is not training time."""
         nonlocal start
         paused = time.perf_counter()
@@ -239,11 +241,23 @@ def train_grpo(
                 sampler=sampler.state_dict(),
                 rng=capture_rank_rng(engine),  # every rank's generators
                 ref_model=ref_model.state_dict() if ref_model is not None else None,
+                guard=guard.state_dict(),
+                after_step_pending=after_step_pending,
             )
         )
         start += time.perf_counter() - paused
 
+    def run_after_step(done: int) -> None:
+        """`after_step(done)`; its time is not training time."""
+        nonlocal start
+        assert after_step is not None
+        paused = time.perf_counter()
+        after_step(done)
+        start += time.perf_counter() - paused
+
     try:
+        if resume is not None and resume.after_step_pending and after_step is not None:
+            run_after_step(resume.step)  # the stop came before it: its monitor row is not lost
         for step in range(first, cfg.steps + 1):
             # One clock for all ranks (their mean): the stop and the ramp must agree.
             elapsed = all_reduce_sum([time.perf_counter() - start])[0] / ranks
@@ -416,12 +430,13 @@ def train_grpo(
                 )
             stopping = stop is not None and stop.poll()  # SIGTERM: save now, then stop
             if after_step is not None and not stopping:
-                paused = time.perf_counter()
-                after_step(step)
-                start += time.perf_counter() - paused
+                run_after_step(step)
                 stopping = stop is not None and stop.poll()  # a signal in the monitor eval
+                pending = False
+            else:
+                pending = after_step is not None  # the resume runs it first
             if store is not None and (stopping or cfg.save_every and step % cfg.save_every == 0):
-                save(step)
+                save(step, pending)
             if stopping:
                 assert stop is not None
                 raise stop.preempted("grpo", step, saved=store is not None)

@@ -28,6 +28,8 @@ from posttrain.eval.evaluate import evaluate
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.store import MetricsLogger, RunDir
 from posttrain.store.alerts import AlertMonitor, AlertThresholds
+from posttrain.store.metrics import read_metrics
+from posttrain.train.resume import STAGES
 from posttrain.types import Task
 
 
@@ -46,6 +48,8 @@ class TrainingMonitor:
             a.sandbox_error_rate, a.logprob_mismatch, a.window,
         )  # fmt: skip
         self.alerts = AlertMonitor(run.alerts_path, thresholds, warn) if a.enabled else None
+        if self.alerts is not None and run.metrics_path.is_file():  # a resume: carry on
+            self.alerts.replay(r for r in read_metrics(run.metrics_path) if r["stage"] in STAGES)
         self.every = config.eval.every_steps
         per_domain: dict[str, int] = {}
         self.tasks: list[Task] = []

@@ -16,7 +16,7 @@ change nothing (torchrun's agent forwards the one SLURM also sent each worker): 
 ends a run at once, and a resume then starts from the last `save_every` state.
 
 Where a signal is acted on: GRPO at the end of the step it came in (before its monitor
-evaluation, or after it if it came then; a monitor row skipped so is not redone), SFT
+evaluation, which the resume then runs first, or after it if it came then), SFT
 before its next step, DPO before its next step or once pair mining ends; SFT and GRPO save their full training state there (`train/resume.py`), DPO (not
 resumable within its stage) is redone on resume. Outside the loops a signal stops the
 run before its next held-out evaluation, or, while rank 0 waits for the control arm,

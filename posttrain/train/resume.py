@@ -20,13 +20,15 @@ keeps counting), the rewards seen (for the stage summary), the model weights, th
 optimizer (AdamW moments and step counts), the KL reference's weights when there is
 one, the task sampler (its RNG, seed cursor, curriculum pass rates and episode
 lengths, length window: `TaskSampler.state_dict`), every RNG the step draws from (torch's global
-generator, Python's `random`, the engine's sampling generator) and the trace store's
+generator, Python's `random`, the engine's sampling generator), the step guard's
+counts (`train/step_guard.py`), whether the monitor evaluation of the saved step is
+still to run (a stop came before it: the resume runs it first) and the trace store's
 high-water mark at the save. The directory is written with `store.atomic`: a crash
 mid-save leaves the previous state as it was. An SFT state is a sharded checkpoint
 (`train/distributed.py`'s `save_sharded`: model and AdamW state through
 torch.distributed.checkpoint, loadable on any number of ranks) whose JSON holds the
 `SFTLoop` (step, the data order's RNG and remaining order, loss EMA, plateau
-counters), every rank's torch and Python RNGs (LoRA dropout draws from them) and the
+counters, the step guard's counts), every rank's torch and Python RNGs (LoRA dropout draws from them) and the
 stage's elapsed seconds. The recipe removes a stage's state only once the stage's
 final checkpoint is published.
 
@@ -36,8 +38,9 @@ save are dropped on resume and logged again by the replayed steps; their rollout
 in the trace store (marked with their policy version) beside the replayed ones (the
 store loses nothing it recorded), and so do those of an evaluation cut short before
 its results file was written: it is redone, and stage `eval/<label>` holds both. The
-alert monitor's history windows start empty after a resume (a replayed step may not
-raise a jump alert it raised before). A resumed SFT stage does not
+alert rules are brought back to where they stood by replaying the kept metrics
+(`AlertMonitor.replay`), so the replayed steps raise the alerts they raised before. A
+resumed SFT stage does not
 have the plateau rule's best weights from before the save (it restores only a best
 found after it). Only CPU generators are kept, not CUDA's. The control arm is not
 resumable: when it had not finished, a fresh one starts from the SFT checkpoint and
@@ -91,6 +94,8 @@ class GRPOState:
     rng: dict[str, Any]
     ref_model: dict[str, torch.Tensor] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # the recipe's: trace high-water mark
+    guard: dict[str, Any] = field(default_factory=dict)  # StepGuard.state_dict()
+    after_step_pending: bool = False  # saved on a stop before `after_step(step)` ran
 
 
 def capture_rng(engine: Any) -> dict[str, Any]:
@@ -114,7 +119,8 @@ def save_grpo_state(path: Path, state: GRPOState) -> Path:
     with atomic_directory(path) as tmp:
         meta = {"step": state.step, "elapsed_s": state.elapsed_s,
                 "rewards_seen": state.rewards_seen, "sampler": state.sampler,
-                "extra": state.extra}  # fmt: skip
+                "extra": state.extra, "guard": state.guard,
+                "after_step_pending": state.after_step_pending}  # fmt: skip
         (tmp / STATE_JSON).write_text(json.dumps(meta, indent=1))
         tensors = {"model": state.model, "optimizer": state.optimizer, "rng": state.rng,
                    "ref_model": state.ref_model}  # fmt: skip
@@ -139,6 +145,8 @@ def load_grpo_state(path: Path) -> GRPOState | None:
         rng=tensors["rng"],
         ref_model=tensors["ref_model"],
         extra=dict(meta.get("extra", {})),
+        guard=dict(meta.get("guard", {})),  # absent from states saved before it was kept
+        after_step_pending=bool(meta.get("after_step_pending", False)),
     )
 
 

@@ -77,6 +77,7 @@ class SFTLoop:
     loss_ema: float = float("nan")
     best_val: float = float("inf")
     bad_checks: int = 0
+    guard: dict[str, Any] = field(default_factory=dict)  # StepGuard.state_dict()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -148,6 +149,7 @@ def train_sft(
     guard = StepGuard("sft")
     rng = random.Random(seed)
     loop = resume if resume is not None else SFTLoop()
+    guard.load_state_dict(loop.guard)
     if loop.rng_state is not None:
         rng.setstate(loop.rng_state)
     order, step, loss_ema = list(loop.order), loop.step, loop.loss_ema
@@ -157,7 +159,8 @@ def train_sft(
     model.train()
     while step < cfg.max_steps:
         if stop is not None and stop.poll():  # SIGTERM: the caller saves this state
-            done = SFTLoop(step, list(order), rng.getstate(), loss_ema, best_val, bad_checks)
+            done = SFTLoop(step, list(order), rng.getstate(), loss_ema, best_val, bad_checks,
+                           guard.state_dict())  # fmt: skip
             raise stop.preempted("sft", step, state=done)
         elapsed = time.perf_counter() - start
         if any_rank(elapsed >= budget or (should_stop is not None and should_stop())):
@@ -197,7 +200,8 @@ def train_sft(
                 stop_reason = "plateau"
                 break
         if on_step is not None:
-            state = SFTLoop(step, list(order), rng.getstate(), loss_ema, best_val, bad_checks)
+            state = SFTLoop(step, list(order), rng.getstate(), loss_ema, best_val, bad_checks,
+                            guard.state_dict())  # fmt: skip
             on_step(state, optimizer)
     if stop_on_plateau and val_examples and stop_reason != "plateau":
         # Stopped by a budget: the last steps may be the best ones; check before restoring.

@@ -16,12 +16,13 @@ Reading the norm costs one device sync per update on a GPU, as logging it anywhe
     loss.backward()
     guard.step(model, optimizer)      # False: skipped
     log(step, {**stats, **guard.metrics()})
+    state["guard"] = guard.state_dict()   # a resume continues the counts exactly
 """
 
 from __future__ import annotations
 
 import math
-from typing import cast
+from typing import Any, cast
 
 import torch
 
@@ -74,6 +75,17 @@ class StepGuard:
         mean = sum(self.norms) / len(self.norms) if self.norms else 0.0
         self.norms = []
         return {"grad_norm": mean, "skipped_updates": float(self.skipped)}
+
+    def state_dict(self) -> dict[str, Any]:
+        """The counts and the norms not yet logged: part of a stage's resumable state."""
+        return {"skipped": self.skipped, "in_a_row": self.in_a_row, "norms": list(self.norms)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from `state_dict()`'s output; an empty dict (a state saved before the
+        guard's was kept) starts from zero."""
+        self.skipped = int(state.get("skipped", 0))
+        self.in_a_row = int(state.get("in_a_row", 0))
+        self.norms = [float(n) for n in state.get("norms", [])]
 
 
 def clip_finite_grad_norm(model: torch.nn.Module, max_norm: float) -> float:

@@ -158,3 +158,26 @@ def test_read_alerts_names_a_bad_line_before_the_last(tmp_path: Path) -> None:
     monitor.observe("sft", 2, {"entropy": 0.001})
     with pytest.raises(ValueError, match=re.escape(f"{path}:2: not a JSON line")):
         read_alerts(path)
+
+
+def test_a_monitor_that_replays_the_kept_rows_raises_what_the_uninterrupted_one_would(
+    tmp_path: Path,
+) -> None:
+    nan = float("nan")
+    steps = [CALM, CALM, CALM, {**CALM, "entropy": nan}, {**CALM, "entropy": nan},
+             {**CALM, "completion_tokens": 35.0, "skipped_updates": 1.0},
+             {**CALM, "skipped_updates": 1.0}, {**CALM, "reward": 0.9}]  # fmt: skip
+    straight = AlertMonitor(tmp_path / "a.jsonl", AlertThresholds(window=3))
+    expected = [[a.kind for a in straight.observe("grpo", s, v)] for s, v in enumerate(steps)]
+    assert expected[3:6] == [["entropy_collapse"], [], ["skipped_updates", "length_jump"]]
+    for cut in range(len(steps)):  # rows as metrics.jsonl keeps them: NaN written as null
+        kept = [{"stage": "grpo", "step": s, "time": 0.0,
+                 "values": {k: (None if x != x else x) for k, x in v.items()}}
+                for s, v in enumerate(steps[:cut])]  # fmt: skip
+        resumed = AlertMonitor(tmp_path / f"b{cut}.jsonl", AlertThresholds(window=3))
+        resumed.replay(kept)
+        assert resumed.raised == [] and not (tmp_path / f"b{cut}.jsonl").exists()
+        got = [
+            [a.kind for a in resumed.observe("grpo", s, steps[s])] for s in range(cut, len(steps))
+        ]
+        assert got == expected[cut:], cut

@@ -124,9 +124,12 @@ def _run_in_process(*settings: str) -> RecipeResult:
     return run_recipe(load_config(None, list(settings)), QuietReporter())
 
 
-def _losses(run: Path, stage: str) -> list[tuple[int, float]]:
-    rows = [r for r in read_metrics(run / "metrics.jsonl") if r["stage"] == stage]
-    return [(r["step"], r["values"]["loss"]) for r in rows]
+def _rows(run: Path, stage: str) -> list[dict[str, Any]]:
+    return [r for r in read_metrics(run / "metrics.jsonl") if r["stage"] == stage]
+
+
+def _losses(run: Path, stage: str, metric: str = "loss") -> list[tuple[int, float]]:
+    return [(r["step"], r["values"][metric]) for r in _rows(run, stage)]
 
 
 def _signal_when_logged(monkeypatch: pytest.MonkeyPatch, stage: str, step: int) -> None:
@@ -151,8 +154,9 @@ def _signal_when_logged(monkeypatch: pytest.MonkeyPatch, stage: str, step: int) 
 def test_a_run_stopped_by_sigterm_resumes_to_the_same_losses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage: str
 ) -> None:
-    # the warm-up resumes exactly too
-    settings = [*TINY, "sft.max_steps=6", "sft.eval_every=1", "grpo.steps=4", "grpo.warmup_steps=3"]
+    # the warm-up, the guard's counts and the monitor rows resume exactly too
+    settings = [*TINY, "sft.max_steps=6", "sft.eval_every=1", "grpo.steps=4", "grpo.warmup_steps=3",
+                "eval.every_steps=1"]  # fmt: skip
     _run_in_process(f"out_dir={tmp_path}", "name=straight", *settings)
     _signal_when_logged(monkeypatch, stage, 2)
     with pytest.raises(Preempted) as stopped:
@@ -167,11 +171,16 @@ def test_a_run_stopped_by_sigterm_resumes_to_the_same_losses(
     result = _run_in_process(f"resume={tmp_path / 'stopped'}")
     assert result.stages[stage]["steps"] == (6 if stage == "sft" else 4)
     for name in ("sft", "grpo"):
-        expected = _losses(tmp_path / "straight", name)
-        got = _losses(tmp_path / "stopped", name)
-        assert [s for s, _ in got] == [s for s, _ in expected]
-        for (step, a), (_, b) in zip(expected, got, strict=True):
-            assert abs(a - b) <= 1e-6, (name, step, a, b)
+        for metric in ("loss", "grad_norm", "skipped_updates"):
+            expected = _losses(tmp_path / "straight", name, metric)
+            got = _losses(tmp_path / "stopped", name, metric)
+            assert [s for s, _ in got] == [s for s, _ in expected]
+            for (step, a), (_, b) in zip(expected, got, strict=True):
+                assert abs(a - b) <= 1e-6, (name, metric, step, a, b)
+    # the monitor evaluation of the stopped GRPO step, skipped by the stop, is run first
+    monitor = [_rows(tmp_path / run, "heldout") for run in ("straight", "stopped")]
+    assert [r["step"] for r in monitor[1]] == [r["step"] for r in monitor[0]] == [1, 2, 3, 4]
+    assert [r["values"] for r in monitor[1]] == [r["values"] for r in monitor[0]]
 
 
 def test_a_signal_between_stages_stops_before_the_next_evaluation(

@@ -21,9 +21,10 @@ from posttrain.config import ConfigError, SFTConfig, load_config
 from posttrain.models.tiny import TinyModelSpec, build_tiny_model, build_tokenizer
 from posttrain.store import COMPLETE_MARKER, atomic, is_complete
 from posttrain.store.alerts import read_alerts
-from posttrain.store.metrics import read_metrics
+from posttrain.store.metrics import MetricsLogger, read_metrics
 from posttrain.store.run_dir import RunDir
 from posttrain.train import pipeline
+from posttrain.train.monitor import TrainingMonitor
 from posttrain.train.recipe import QuietReporter, RecipeResult, run_recipe
 from posttrain.train.resume import (
     GRPOState,
@@ -357,3 +358,17 @@ def test_a_resume_forgets_the_alerts_of_the_steps_it_redoes(tmp_path: Path) -> N
         json.dumps({**alert, "stage": "grpo", "step": s}) + "\n" for s in (2, 5)))  # fmt: skip
     forget_unfinished(run, ("sft", "grpo"))
     assert [a["step"] for a in read_alerts(run.alerts_path)] == [2]
+
+
+def test_a_resumed_runs_alert_rules_continue_from_the_metrics_it_kept(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path, "run")
+    with MetricsLogger(run, tensorboard=False) as metrics:
+        metrics.log("grpo", 1, {"skipped_updates": 1.0})  # alerted in the earlier life
+        metrics.log("heldout", 1, {"skipped_updates": 9.0})  # not a row the rules saw
+        monitor = TrainingMonitor(load_config(None, []), run, [], metrics)
+    assert monitor.alerts is not None
+    assert monitor.alerts.observe("grpo", 2, {"skipped_updates": 1.0}) == []  # no new skip
+    assert [a.kind for a in monitor.alerts.observe("grpo", 3, {"skipped_updates": 2.0})] == [
+        "skipped_updates"
+    ]
+    assert [a["step"] for a in read_alerts(run.alerts_path)] == [3]

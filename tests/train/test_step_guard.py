@@ -5,6 +5,7 @@ once too many updates in a row were skipped."""
 from __future__ import annotations
 
 import copy
+import json
 import math
 from typing import Any
 
@@ -135,3 +136,24 @@ def test_sft_stops_with_a_named_error_when_every_gradient_is_nan(
     with pytest.raises(NonFiniteGradients, match=rf"^sft: .* at {PATIENCE} optimizer updates"):
         train_sft(tiny_model, train, [], cfg, tokenizer.pad_token_id)
     assert same_weights(start, weights(tiny_model))
+
+
+def test_a_guard_restored_from_its_state_continues_the_counts() -> None:
+    model = _model_with_gradients()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
+    guard = StepGuard("grpo", patience=2)
+    model(torch.randn(3, 4)).sum().backward()
+    assert guard.step(model, optimizer)  # a norm not yet logged
+    next(model.parameters()).grad.fill_(math.nan)  # type: ignore[union-attr]
+    assert not guard.step(model, optimizer)  # one skip in a row
+    state = json.loads(json.dumps(guard.state_dict()))  # as a resume state stores it
+    resumed = StepGuard("grpo", patience=2)
+    resumed.load_state_dict(state)
+    model(torch.randn(3, 4)).sum().backward()
+    next(model.parameters()).grad.fill_(math.inf)  # type: ignore[union-attr]
+    with pytest.raises(NonFiniteGradients, match="at 2 optimizer updates in a row"):
+        resumed.step(model, optimizer)
+    assert resumed.metrics() == guard.metrics() | {"skipped_updates": 2.0}
+    fresh = StepGuard("sft")
+    fresh.load_state_dict({})  # a state saved before the guard's was kept
+    assert fresh.state_dict() == {"skipped": 0, "in_a_row": 0, "norms": []}
