@@ -56,8 +56,18 @@ def chunk_documents(
     max_chunk_tokens: int = 200,
     overlap_tokens: int = 30,
 ) -> list[Chunk]:
-    """Chunks of every document, documents in mapping order; a str is doc_id "doc"."""
+    """Chunks of every document, documents in mapping order; a str is doc_id "doc".
+    Raises ValueError for a document id that is not a non-empty str (chunk ids and
+    citations are built from it) or an overlap that leaves no room in a chunk."""
     docs = {"doc": documents} if isinstance(documents, str) else dict(documents)
+    for doc_id in docs:
+        if not isinstance(doc_id, str) or not doc_id:
+            raise ValueError(f"document ids must be non-empty strings, got {doc_id!r}")
+    if max_chunk_tokens >= 1 and not 0 <= overlap_tokens < max_chunk_tokens:
+        raise ValueError(
+            f"overlap_tokens={overlap_tokens} must be in [0, max_chunk_tokens={max_chunk_tokens}):"
+            " pass a smaller overlap_tokens (its default is 30)"
+        )
     chunks: list[Chunk] = []
     for doc_id, text in docs.items():
         chunks.extend(chunk_text(text, doc_id, tokenizer, max_chunk_tokens, overlap_tokens))

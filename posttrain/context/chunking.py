@@ -4,8 +4,9 @@
     chunks[3].id, chunks[3].text, chunks[3].heading, text[chunks[3].start:chunks[3].end]
 
 How a document is cut:
-- a heading line (markdown `#`, `Chapter N` / `Part N` / `Section N`, or a short
-  all-caps title line) starts a new section; chunks never cross sections, and every
+- a heading line (markdown `#`, `Chapter N` / `Part IV` / `Appendix B` / `Book One`
+  with the keyword capitalised, or a short all-caps title line; never inside a fenced
+  code block) starts a new section; chunks never cross sections, and every
   chunk of a section records the heading in `Chunk.heading` (the first chunk also
   holds the heading line itself);
 - inside a section, paragraphs (blank-line separated), tables and headings are
@@ -13,7 +14,8 @@ How a document is cut:
   `overlap_tokens` tokens (fewer when the next block would not fit otherwise);
 - a table (two or more consecutive lines with `|`, or with tab-separated columns)
   is kept whole when it fits in a chunk, else it is split between rows only;
-- a paragraph larger than a chunk is split at sentence ends, and a sentence (or a
+- a paragraph larger than a chunk is split at sentence ends (`.`, `!`, `?` before a
+  space; `。`, `！`, `？` anywhere), and a sentence (or a
   table row) larger than a chunk at token boundaries, as a last resort; a single
   character that alone takes more than `max_tokens` tokens (an emoji is 4 byte-level
   tokens) is a ValueError, since no chunk may exceed `max_tokens`.
@@ -27,13 +29,17 @@ Ids are `f"{doc_id}#{index}"`: the same text and settings give the same ids.
 
 Not guaranteed: sentence detection is a regex (abbreviations like "Dr." may end a
 "sentence"); headings are recognised by the three line shapes above only; with
-`tokenizer=None` sizes are the chars/4 estimate of `tokens.py`.
+`tokenizer=None` sizes are the chars/4 estimate of `tokens.py`. A counter that is not a
+fast tokenizer (an object with `count` or `encode` only) gives no token offsets: blocks
+are packed by the estimate, and a chunk it overfills is cut at the last word that fits
+by that counter's own count (a binary search).
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -59,12 +65,19 @@ class Chunk:
 
 
 _MD_HEADING = re.compile(r"#{1,6}\s+\S")
+# "Chapter 3", "PART IV", "Appendix B", "Book One": the keyword capitalised, then a
+# number, a roman numeral, one capital letter or a number word ("part of the ..." is prose)
 _NAMED_HEADING = re.compile(
-    r"(?:chapter|part|section|book|appendix)\s+(?:[0-9]+|[ivxlcdm]+|[a-z]+)\b", re.IGNORECASE
+    r"(?:Chapter|Part|Section|Book|Appendix|CHAPTER|PART|SECTION|BOOK|APPENDIX)\s+"
+    r"(?:[0-9]+(?:\.[0-9]+)*|(?i:(?=[MDCLXVI])M{0,4}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))"
+    r"|[A-Z]|(?i:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
+    r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty))(?![\w'’-])"
 )
+_FENCE = re.compile(r"\s*(?:```|~~~)")
 _WORD_RUN = re.compile(r"\S+")
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+")
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+|[。！？][」』）]*")  # CJK ends need no space
 _MAX_HEADING_CHARS = 80
+_HEAD_TOKENS = 8  # how much of a word `_Tokens.size` counts standing alone
 
 
 def is_heading(line: str) -> bool:
@@ -117,11 +130,14 @@ def _blocks(text: str) -> list[_Block]:
     """Headings, tables and paragraphs in document order (spans exclude blank lines)."""
     lines = list(_lines(text))
     kinds: list[str] = []
+    fenced = False  # inside a ``` code block: a `# comment` line is no heading
     for s, e in lines:
         line = text[s:e]
+        if _FENCE.match(line):
+            fenced = not fenced
         if not line.strip():
             kinds.append("blank")
-        elif is_heading(line):
+        elif is_heading(line) and not (fenced or _FENCE.match(line)):
             kinds.append("heading")
         elif _is_table_line(line):
             kinds.append("table")
@@ -165,6 +181,9 @@ class _Tokens:
         self.n = len(self.starts)
         self.text = text
         self.counter = token_counter(tokenizer)
+        # Offsets of the counter's own tokens (a fast tokenizer, or the estimate's
+        # 4-character pseudo-tokens for None); else pseudo-tokens in another unit.
+        self.exact = tokenizer is None or getattr(tokenizer, "backend_tokenizer", None) is not None
         self._heads: dict[int, tuple[int, int]] = {}
 
     def index(self, pos: int) -> int:
@@ -174,11 +193,13 @@ class _Tokens:
     def _head(self, pos: int) -> tuple[int, int]:
         """(end of the word at `pos`, its token count standing alone): a chunk that
         starts mid-paragraph loses the word's leading space, which often changes
-        how that one word is tokenized."""
+        how that one word is tokenized. A word is cut after `_HEAD_TOKENS` tokens, so
+        a long run without spaces (CJK text, base64, minified code) costs a short
+        count per call, not one over the whole run; `_finish` counts exactly anyway."""
         got = self._heads.get(pos)
         if got is None:
             m = _WORD_RUN.match(self.text, pos)
-            end = m.end() if m else pos
+            end = min(m.end(), self.char(self.index(pos) + _HEAD_TOKENS)) if m else pos
             got = self._heads[pos] = (end, self.counter.count(self.text[pos:end]))
         return got
 
@@ -198,7 +219,8 @@ class _Tokens:
 def _snap(text: str, pos: int, limit: int, tables: list[tuple[int, int]], fallback: int) -> int:
     """Move an overlap start forward to a row start inside a table, else to a word
     start, so no chunk opens with half a row or half a word; `fallback` (the next
-    piece) when no such point lies before `limit`."""
+    piece) when no such point lies before `limit`, except in a script written without
+    spaces (CJK, Thai: letters of category Lo), where the token boundary `pos` stays."""
     i = bisect.bisect_right(tables, (pos, len(text) + 1)) - 1
     in_table = i >= 0 and tables[i][0] <= pos < tables[i][1]
     if pos > 0 and text[pos - 1] != "\n" and (in_table or not text[pos - 1].isspace()):
@@ -206,8 +228,14 @@ def _snap(text: str, pos: int, limit: int, tables: list[tuple[int, int]], fallba
         j = pos
         while j < limit and not (text[j] == stop if stop else text[j].isspace()):
             j += 1
-        pos = j + 1
+        if j < limit or in_table or not _unspaced(text, pos):
+            pos = j + 1
     return pos if pos < limit else fallback
+
+
+def _unspaced(text: str, pos: int) -> bool:
+    """Whether `pos` lies between letters of a script written without spaces."""
+    return any(unicodedata.category(c) == "Lo" for c in text[max(0, pos - 1) : pos + 1])
 
 
 def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -389,9 +417,11 @@ def _trim(
                 f"max_tokens={max_tokens} is too small: the character {text[a]!r} at "
                 f"offset {a} alone takes {n} tokens"
             )
-        # cut the excess off the end, in the document's tokens, and count again
-        end_tok = tokens.index(b) - (n - max_tokens)
-        new_b = tokens.char(max(end_tok, tokens.index(a) + 1))
+        if tokens.exact:  # cut the excess off the end, in the document's tokens
+            end_tok = tokens.index(b) - (n - max_tokens)
+            new_b = tokens.char(max(end_tok, tokens.index(a) + 1))
+        else:  # offsets in another unit than the counter's: search with the counter
+            new_b = _fitting_end(text, a, b, counter, max_tokens)
         new_b = a + len(text[a:new_b].rstrip())
         if new_b <= a or new_b >= b:
             # no token boundary helps: shrink in proportion, at least one character
@@ -399,3 +429,21 @@ def _trim(
         b = new_b
         n = counter.count(text[a:b])
     return b, n
+
+
+def _fitting_end(text: str, a: int, b: int, counter: TokenCounter, max_tokens: int) -> int:
+    """The longest [a, end) with end < b that `counter` puts within `max_tokens`
+    (a binary search over characters: counts grow with the text, up to merges),
+    moved back to the last word's end when it falls inside a word."""
+    lo, hi = a + 1, b - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if counter.count(text[a:mid]) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    if not (text[lo].isspace() or text[lo - 1].isspace()):  # inside a word
+        space = max(text.rfind(c, a + 1, lo) for c in " \n\t")
+        if space > a:
+            lo = space
+    return lo

@@ -58,6 +58,13 @@ class HybridIndex:
         candidates: int | None = None,
         dense_index: DenseIndex | None = None,
     ) -> None:
+        if not rrf_k >= 0:  # rank 1 would divide by zero at -1; NaN ranks nothing
+            raise ValueError(f"HybridIndex: rrf_k must be >= 0, got {rrf_k!r}")
+        if not (bm25_weight >= 0 and dense_weight >= 0):
+            raise ValueError(
+                f"HybridIndex: weights must be >= 0, got bm25 {bm25_weight!r}, "
+                f"dense {dense_weight!r}"
+            )
         self.chunks = list(chunks)
         self.weights = {"bm25": bm25_weight, "dense": dense_weight}
         self.rrf_k = rrf_k

@@ -84,8 +84,21 @@ def _fits_type(value: Any, name: str) -> bool:
 
 
 def _in_enum(value: Any, options: list[Any]) -> bool:
-    # True == 1 in Python; in JSON a boolean is never a number.
-    return any(o == value and isinstance(o, bool) == isinstance(value, bool) for o in options)
+    return any(_json_equal(o, value) for o in options)
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON has it, at every depth: True == 1 in Python, but in JSON a
+    boolean is never a number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict | list) or isinstance(b, dict | list):
+        return False
+    return bool(a == b)
 
 
 def _label(path: str) -> str:

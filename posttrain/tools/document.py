@@ -78,8 +78,11 @@ class DocumentSearch:
         tokenizer: Any | None = None,
         max_chunk_tokens: int = 200,
         retriever: str = "bm25",
+        overlap_tokens: int = 30,
     ) -> None:
-        self.chunks: list[Chunk] = chunk_documents(documents, tokenizer, max_chunk_tokens)
+        self.chunks: list[Chunk] = chunk_documents(
+            documents, tokenizer, max_chunk_tokens, overlap_tokens
+        )
         self._by_id = {c.id: c for c in self.chunks}
         self._index = build_index(self.chunks, retriever)
 

@@ -26,7 +26,8 @@ and code after `<|python_tag|>` are reported as errors, not run. Without the tag
 Llama-format message is a call only when it opens with a JSON object holding "name"
 and "parameters"/"arguments" — an answer that is exactly such JSON is taken for a
 call, and text that merely opens with `{` is an answer, not a malformed call.
-Content around the calls is not returned; detection reads template text only, so a
+Content around the calls is not returned (text after a Llama call is reported as a
+malformed next call: the format's message is the calls alone); detection reads template text only, so a
 template that renders tool calls some other way falls back to `"tool_call"`.
 
 As in `parse_tool_calls`, markup inside a call's JSON strings (`"[TOOL_CALLS]"`,
@@ -117,8 +118,13 @@ def parse_for_format(text: str, fmt: str) -> ParsedCalls:
     items = _llama_items(text) if fmt == "llama3_json" else _mistral_items(text)
     parsed = ParsedCalls()
     for index, item in enumerate(items):
-        add_decoded(parsed, item if isinstance(item, str) else call_from_payload(item, index))
+        add_decoded(parsed, item if isinstance(item, _Problem) else call_from_payload(item, index))
     return parsed
+
+
+class _Problem(str):
+    """Why a call is malformed, among the payloads a parse collects: a plain str there
+    is a payload the model wrote (not a call), never taken for a message of ours."""
 
 
 def _problem(read: JsonRead, text: str) -> str:
@@ -148,7 +154,7 @@ def _llama_items(text: str) -> list[Any]:
     pos = _skip_separator(body, 0)
     if not body.startswith("{", pos):  # the tag promises a call
         got = snippet(body[pos : pos + 60])
-        return [f"tool call 0: expected a JSON object after {PYTHON_TAG}, got {got}"]
+        return [_Problem(f"tool call 0: expected a JSON object after {PYTHON_TAG}, got {got}")]
     return _run_items(_json_run(body, pos)[0], body)
 
 
@@ -168,7 +174,7 @@ def _json_run(text: str, pos: int) -> tuple[list[JsonRead], int]:
 
 def _run_items(reads: list[JsonRead], text: str) -> list[Any]:
     return [
-        f"tool call {i}: {_problem(read, text)} at character {read.start}"
+        _Problem(f"tool call {i}: {_problem(read, text)} at character {read.start}")
         if read.error
         else read.value
         for i, read in enumerate(reads)
@@ -194,8 +200,10 @@ def _mistral_items(text: str) -> list[Any]:
             head, found, rest = body.partition(MISTRAL_ARGS)
             if not found:
                 items.append(
-                    f"tool call {len(items)}: {MISTRAL_TOOL_CALLS} must be followed by a JSON "
-                    f"array or name{MISTRAL_ARGS}{{...}}, got {snippet(body[:60])}"
+                    _Problem(
+                        f"tool call {len(items)}: {MISTRAL_TOOL_CALLS} must be followed by a "
+                        f"JSON array or name{MISTRAL_ARGS}{{...}}, got {snippet(body[:60])}"
+                    )
                 )
                 marker = following
                 continue
@@ -220,7 +228,7 @@ def _add_mistral_item(items: list[Any], read: JsonRead, text: str, name: str | N
     if read.error:
         where = f"tool call {len(items)}" + ("" if name is None else f" ({snippet(name)})")
         arguments = "" if name is None else " arguments:"
-        items.append(f"{where}:{arguments} {_problem(read, text)}")
+        items.append(_Problem(f"{where}:{arguments} {_problem(read, text)}"))
     elif name is not None:
         items.append({"name": name, "arguments": read.value})
     elif isinstance(read.value, list):

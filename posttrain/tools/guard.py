@@ -61,6 +61,17 @@ class ToolInfraError(Exception):
     """Raise from a tool when the machinery behind it failed (not the call): retried."""
 
 
+_TIMEOUTS = f"positive, finite seconds (at most {threading.TIMEOUT_MAX:g})"
+
+
+def _is_timeout(seconds: object) -> bool:
+    return (
+        isinstance(seconds, int | float)
+        and not isinstance(seconds, bool)
+        and 0 < seconds <= threading.TIMEOUT_MAX  # NaN and inf fail
+    )
+
+
 @dataclass(frozen=True)
 class ToolPolicy:
     """How tool calls are guarded; one policy per run."""
@@ -74,15 +85,19 @@ class ToolPolicy:
     user_turn_timeout_s: float | None = None  # a scripted user's turn; None: timeout_s
 
     def __post_init__(self) -> None:
-        if not self.timeout_s > 0:
-            raise ValueError(f"ToolPolicy.timeout_s must be positive, got {self.timeout_s!r}")
-        if self.user_turn_timeout_s is not None and not self.user_turn_timeout_s > 0:
+        # Finite, and within what a thread can wait: every call is bounded.
+        if not _is_timeout(self.timeout_s):
+            raise ValueError(f"ToolPolicy.timeout_s must be {_TIMEOUTS}, got {self.timeout_s!r}")
+        if self.user_turn_timeout_s is not None and not _is_timeout(self.user_turn_timeout_s):
             raise ValueError(
-                f"ToolPolicy.user_turn_timeout_s must be positive, got {self.user_turn_timeout_s!r}"
+                f"ToolPolicy.user_turn_timeout_s must be {_TIMEOUTS}, "
+                f"got {self.user_turn_timeout_s!r}"
             )
         for name, seconds in self.tool_timeouts.items():
-            if not isinstance(name, str) or not (isinstance(seconds, int | float) and seconds > 0):
-                raise ValueError(f"ToolPolicy.tool_timeouts[{name!r}] must be positive seconds")
+            if not isinstance(name, str) or not _is_timeout(seconds):
+                raise ValueError(
+                    f"ToolPolicy.tool_timeouts[{name!r}] must be {_TIMEOUTS}, got {seconds!r}"
+                )
         if not isinstance(self.retries, int) or self.retries < 0:
             raise ValueError(f"ToolPolicy.retries must be an integer >= 0, got {self.retries!r}")
         if not 0 <= self.backoff_base_s <= self.backoff_max_s:
@@ -212,6 +227,11 @@ def _guarded(
             )
         if isinstance(value, Observation) and isinstance(value.content, str):
             return value.content, "ok", bool(value.error), attempts
+        if isinstance(value, Observation):
+            problem = (
+                f"TypeError: Observation.content must be str, got {type(value.content).__name__}"
+            )
+            return f"error: tool failed: {problem}", "tool_error", True, attempts
         if not isinstance(value, BaseException):
             problem = f"TypeError: session.call returned {type(value).__name__}, not an Observation"
             return f"error: tool failed: {problem}", "tool_error", True, attempts

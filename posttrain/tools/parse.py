@@ -308,8 +308,12 @@ def format_tool_call(call: ToolCall) -> str:
     >>> format_tool_call(ToolCall("calculator", {"expression": "3*4"}))
     '<tool_call>{"name":"calculator","arguments":{"expression":"3*4"}}</tool_call>'
 
-    Raises ValueError for NaN or infinite arguments, which `parse_tool_calls` refuses.
+    Raises ValueError for arguments `parse_tool_calls` would refuse (NaN or infinite
+    numbers, nesting deeper than `MAX_NESTING`, a lone surrogate): what is written parses
+    back.
     """
+    if isinstance(call.arguments, dict) and (problem := _arguments_problem(call.arguments)):
+        raise ValueError(f"tool call {call.name!r} cannot be written: its arguments {problem}")
     payload = {"name": call.name, "arguments": call.arguments}
     try:
         body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)

@@ -104,3 +104,18 @@ def test_a_short_id_chunk_that_fits_is_used_when_long_ids_do_not() -> None:
     docs = {long_id: "\n\n".join(["gen"] * 10), "faq": "pump"}
     ctx = assemble("pump", docs, token_budget=10, max_chunk_tokens=1, overlap_tokens=0)
     assert ctx.chunk_ids == ["faq#0"] and ctx.n_tokens <= 10
+
+
+def test_document_ids_must_be_strings_so_chunk_ids_stay_unique() -> None:
+    with pytest.raises(ValueError, match="document ids must be non-empty strings, got 1"):
+        assemble("pump", {1: "The pump failed.", "1": "The pump works."}, 100)  # type: ignore[dict-item]
+
+
+def test_an_overlap_as_large_as_the_chunks_names_both_arguments() -> None:
+    with pytest.raises(
+        ValueError, match=r"overlap_tokens=30 must be in \[0, max_chunk_tokens=20\)"
+    ):
+        assemble("pump", "The pump failed.", 100, max_chunk_tokens=20)
+    assert assemble(
+        "pump", "The pump failed.", 100, max_chunk_tokens=20, overlap_tokens=4
+    ).chunk_ids

@@ -65,6 +65,18 @@ def test_heading_detection_ignores_prose_lines() -> None:
     assert is_heading("## Setup") and is_heading("Chapter 12") and is_heading("PART ONE")
     assert not is_heading("Chapter 3 was the best one, said Anna.")
     assert not is_heading("A normal sentence.") and not is_heading("| A | B |")
+    # hard-wrapped prose that opens with a heading keyword is no heading
+    assert is_heading("Appendix B") and is_heading("Section 2.3 Results") and is_heading("Part IV")
+    for line in ("part of the cooling system was damaged beyond repair", "Section of pipe had",
+                 "Book a room at the inn before", "Chapter 3's aftermath"):  # fmt: skip
+        assert not is_heading(line), line
+
+
+def test_a_comment_in_a_fenced_code_block_is_no_heading() -> None:
+    text = "Intro.\n\n```python\n# set up\nx = 1\n```\n\n# Usage\n\nCall it."
+    chunks = chunk_text(text, "d", None, max_tokens=200, overlap_tokens=0)
+    assert [c.heading for c in chunks] == ["", "# Usage"]
+    assert "# set up" in chunks[0].text
 
 
 def test_a_table_that_fits_is_kept_whole(smollm2: Any) -> None:
@@ -251,3 +263,53 @@ def test_a_character_longer_than_max_tokens_is_a_value_error(tokenizer: Any) -> 
     # the emoji is 4 byte-level tokens; trimming once looped forever trying to cut it
     with pytest.raises(ValueError, match=r"max_tokens=3 .*'🙂'"):
         chunk_text("stone y. emoji🙂 café", "d", tokenizer, max_tokens=3, overlap_tokens=0)
+
+
+class _ByteCounter:
+    """Counts UTF-8 bytes: a counter whose units are not the 4-character pseudo-tokens."""
+
+    def count(self, text: str) -> int:
+        return len(text.encode())
+
+
+def test_a_counter_in_other_units_gets_whole_chunks_cut_between_words() -> None:
+    text = "The generator in hall B was serviced in spring by the night crew. " * 30
+    chunks = chunk_text(text, "d", _ByteCounter(), max_tokens=64, overlap_tokens=0)
+    assert all(c.n_tokens <= 64 for c in chunks)
+    assert len(chunks) <= 2 * (len(text) // 64 + 1)  # once hundreds of 1-4 byte scraps
+    words = set(text.split())
+    assert all(w in words for c in chunks for w in c.text.split())  # no word cut in two
+    assert [w for c in chunks for w in c.text.split()] == text.split()
+
+
+class _CountingCounter:
+    """The estimate, counting how many characters it was asked to count."""
+
+    def __init__(self) -> None:
+        self.chars = 0
+
+    def count(self, text: str) -> int:
+        self.chars += len(text)
+        return -(-len(text) // 4)
+
+
+@pytest.mark.parametrize("size", [20_000, 80_000])
+def test_a_long_run_without_spaces_is_counted_in_linear_work(size: int) -> None:
+    # Minified code, base64, CJK without line breaks: once each window start counted the
+    # whole rest of the run (80k characters: 4M counted; 50 s for 400 KB with SmolLM2).
+    counter = _CountingCounter()
+    chunks = chunk_text("x" * size, "d", counter, max_tokens=200, overlap_tokens=30)
+    assert chunks[-1].end == size and all(c.n_tokens <= 200 for c in chunks)
+    assert counter.chars < 12 * size
+
+
+def test_text_without_spaces_still_overlaps_and_splits_at_its_sentence_ends(smollm2: Any) -> None:
+    sentence = "東京の発電機は春に夜勤の作業員によって点検された。"
+    text = "\n\n".join(sentence * 12 for _ in range(3))
+    chunks = chunk_text(text, "d", smollm2, max_tokens=64, overlap_tokens=16)
+    assert all(c.n_tokens <= 64 for c in chunks)
+    pairs = list(zip(chunks, chunks[1:], strict=False))
+    same_paragraph = [(a, b) for a, b in pairs if text.count("\n\n", a.start, b.end) == 0]
+    assert same_paragraph and all(b.start < a.end for a, b in same_paragraph)
+    ends = sum(c.text.endswith("。") for c in chunks)
+    assert ends >= len(chunks) // 2  # cut after a sentence, not mid-sentence, mostly

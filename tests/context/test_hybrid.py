@@ -71,3 +71,11 @@ def test_rerank_mode_only_embeds_bm25_candidates(chunks: list[Chunk]) -> None:
     hits = index.search("ticket login", k=2)
     assert "XK-4471" in hits[0].chunk.text
     assert len(index._cache) <= 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"), [({"rrf_k": -1}, "rrf_k"), ({"dense_weight": -1.0}, "weights")]
+)
+def test_settings_that_break_the_fusion_are_refused(kwargs: dict, named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        HybridIndex([_chunk(0)], **kwargs)

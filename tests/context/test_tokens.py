@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
+
+import pytest
 
 from posttrain.context.tokens import TokenCounter, token_counter, token_spans
 
@@ -42,3 +45,24 @@ def test_token_spans_start_at_token_offsets(smollm2: Any) -> None:
     (starts,) = token_spans(smollm2, [text])
     assert starts[0] == 0 and list(starts) == sorted(starts)
     assert len(starts) == token_counter(smollm2).count(text)
+
+
+def test_a_tokenizer_left_truncating_and_padding_still_counts_every_token() -> None:
+    from posttrain.models import smollm2_tokenizer
+
+    tok = copy.deepcopy(smollm2_tokenizer())  # its own backend: the session fixture stays clean
+    text = "word " * 200
+    expected = token_counter(tok).count(text)
+    # A trainer's padded, truncated batch leaves both switched on in the Rust backend.
+    tok(["short", "a batch"], padding="max_length", truncation=True, max_length=16)
+    assert tok.backend_tokenizer.truncation is not None
+    counter = token_counter(tok)
+    assert counter.count(text) == expected > 16
+    assert counter.count_batch(["a", text]) == [1, expected]  # type: ignore[attr-defined]
+    assert len(token_spans(tok, [text])[0]) == expected
+    assert tok.backend_tokenizer.truncation is not None  # the tokenizer's own settings stay
+
+
+def test_something_that_cannot_count_is_refused_by_name() -> None:
+    with pytest.raises(TypeError, match="cannot count tokens with a function"):
+        token_counter(lambda text: text.split())

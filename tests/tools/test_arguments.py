@@ -53,6 +53,13 @@ def test_enum_does_not_confuse_true_with_one() -> None:
     spec = schema({"v": {"enum": [1, 2]}})
     assert schema_problems({"v": 2}, spec) == []
     assert "must be one of 1, 2" in schema_problems({"v": True}, spec)[0]
+    nested = schema({"v": {"enum": [[1, 1], {"on": False}]}})  # at every depth
+    assert (
+        schema_problems({"v": [1, 1]}, nested)
+        == schema_problems({"v": {"on": False}}, nested)
+        == []
+    )
+    assert schema_problems({"v": [1, True]}, nested) and schema_problems({"v": {"on": 0}}, nested)
 
 
 def test_nested_objects_and_array_items_are_checked_with_their_path() -> None:

@@ -92,3 +92,9 @@ def test_bad_calls_are_error_observations(tools: DocumentSearch, call: ToolCall)
 def test_a_plain_string_document_is_doc(tokenizer: Any) -> None:
     tools = DocumentSearch("Just one small document.", tokenizer=tokenizer)
     assert [c.id for c in tools.chunks] == ["doc#0"]
+
+
+def test_small_chunks_take_a_smaller_overlap() -> None:
+    text = "The generator in hall B was serviced in spring by the night crew. " * 10
+    tools = DocumentSearch(text, max_chunk_tokens=20, overlap_tokens=5)
+    assert len(tools.chunks) > 1 and all(c.n_tokens <= 20 for c in tools.chunks)

@@ -428,7 +428,12 @@ def test_a_lone_surrogate_in_an_argument_makes_the_call_malformed_in_every_forma
     form: str,
 ) -> None:
     fmt, write = FORMS[form]
-    text = write([ToolCall("f", {"path": "a\ud800"})], json.dumps)  # written as "a\\ud800"
+    call = ToolCall("f", {"path": "a\ud800"})
+    if form == "tool_call canonical":  # our writer refuses what the parser would refuse
+        with pytest.raises(ValueError, match=r"lone surrogate \(\\ud800\)"):
+            write([call], json.dumps)
+        return
+    text = write([call], json.dumps)  # written as "a\\ud800"
     parsed = parse_for_format(text, fmt)
     assert parsed.calls == []
     assert len(parsed.errors) == 1 and "lone surrogate (\\ud800)" in parsed.errors[0]
@@ -445,3 +450,19 @@ def test_a_number_too_large_for_a_float_makes_the_call_malformed_in_every_format
         parsed = parse_for_format(text, fmt)
         assert parsed.calls == [] and len(parsed.errors) == 1
         assert "invalid JSON ('1e999' is out of range for a float)" in parsed.errors[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt"),
+    [
+        ('[TOOL_CALLS] ["ignore previous instructions"]', "mistral"),
+        ('[TOOL_CALLS] ["get_weather", {"city": "Paris"}]', "mistral"),
+        ('{"name": "f", "parameters": {}}; "free text"', "llama3_json"),
+    ],
+)
+def test_a_string_the_model_wrote_where_a_call_goes_is_a_malformed_call_not_a_message(
+    text: str, fmt: str
+) -> None:
+    errors = parse_for_format(text, fmt).errors
+    assert errors and all(e.startswith("tool call ") for e in errors)
+    assert any("expected a JSON object, got str" in e for e in errors)

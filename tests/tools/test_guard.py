@@ -224,6 +224,13 @@ def test_a_return_value_that_is_not_an_observation_is_a_tool_error() -> None:
     assert result.outcome == "tool_error" and "returned str" in result.message.content
 
 
+def test_an_observation_whose_content_is_not_text_is_a_tool_error_saying_so() -> None:
+    session = FakeSession({"job": lambda _: Observation(b"file bytes")}, declared=("job",))  # type: ignore[arg-type]
+    result, _ = run(session, ToolCall("job"))
+    assert result.outcome == "tool_error"
+    assert "Observation.content must be str, got bytes" in result.message.content
+
+
 def test_tool_reported_error_passes_through_as_ok_with_error_flag() -> None:
     session = FakeSession({"job": lambda _: Observation("error: no such row", True)}, declared=("job",))  # fmt: skip
     result, counters = run(session, ToolCall("job"))
@@ -259,7 +266,12 @@ def test_backoff_doubles_with_jitter_and_is_capped() -> None:
     ("kwargs", "field"),
     [
         ({"timeout_s": 0}, "timeout_s"),
+        ({"timeout_s": float("inf")}, "timeout_s"),  # a thread's wait cannot take it
+        ({"timeout_s": 1e10}, "timeout_s"),
+        ({"timeout_s": float("nan")}, "timeout_s"),
+        ({"user_turn_timeout_s": float("inf")}, "user_turn_timeout_s"),
         ({"tool_timeouts": {"nap": -1}}, "tool_timeouts"),
+        ({"tool_timeouts": {"nap": float("inf")}}, "tool_timeouts"),
         ({"retries": -1}, "retries"),
         ({"backoff_base_s": 2.0, "backoff_max_s": 1.0}, "backoff_base_s"),
         ({"max_observation_chars": 10}, "max_observation_chars"),

@@ -246,6 +246,14 @@ def test_arguments_at_the_nesting_limit_parse_and_serialize() -> None:
     [call] = parse_tool_calls(_nested_call(MAX_NESTING)).calls
     message = Message("assistant", "", tool_calls=[call])
     assert Message.from_json(message.to_json()) == message
+    assert parse_tool_calls(format_tool_call(call)).calls == [call]  # written, read back
+
+
+def test_format_tool_call_refuses_arguments_the_parser_would_refuse() -> None:
+    [call] = parse_tool_calls(_nested_call(MAX_NESTING)).calls
+    deeper = ToolCall("f", {"x": [call.arguments["x"]]})
+    with pytest.raises(ValueError, match=f"'f' cannot be written: .*deeper than {MAX_NESTING}"):
+        format_tool_call(deeper)
 
 
 @pytest.mark.parametrize(
