@@ -374,6 +374,8 @@ def launch_argv(mode: str, *, fd: int, workspace: str, tmp: str, preload: list[s
         *_drop_uid_prefix(), "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
         "--as-pid-1", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
         "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
+        # the sandbox's IPC sysctls (shmmax, msgmni, ...) would outlive a reset
+        "--ro-bind", "/proc/sys", "/proc/sys",
         "--ro-bind", sp, SANDBOX_SITE, "--ro-bind", str(INSIDE_DIR), f"{SANDBOX_OPT}/inside",
         "--size", str(tmpfs_bytes), "--tmpfs", workspace,
         "--size", str(tmpfs_bytes), "--tmpfs", tmp,

@@ -17,7 +17,9 @@ class SandboxSpec:
     """Limits and layers of one sandbox; every field is a per-task bound unless noted."""
 
     isolation: str = "auto"  # auto | bwrap | unshare | none (none: trusted code only)
-    memory_mb: int = 1024  # address-space rlimit per task; also the cgroup memory cap per sandbox
+    # address-space rlimit per process of a task; the sandbox's cgroup memory cap is
+    # memory_mb + 3 × tmpfs_mb (its tmpfs pages count there) + 256 MB for the fork-server
+    memory_mb: int = 1024
     max_processes: int = 64  # RLIMIT_NPROC per task; cgroup pids.max per sandbox
     max_open_files: int = 256
     max_file_mb: int = 64  # largest file a task may write

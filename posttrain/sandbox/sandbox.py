@@ -12,7 +12,8 @@ What is isolated (bwrap mode): the host filesystem except read-only `/usr` and t
 Python packages, an installed posttrain and every domain plugin's own files hidden among
 them (`hidden`) (all else read-only too, but the wiped /workspace, /tmp, /dev/shm); host processes, network, IPC and hostname (own namespaces, no
 network devices but loopback); the host uid (tasks are `nobody` on the host, with no
-capabilities and no nested user namespaces); other sandboxes. Each task gets rlimits
+capabilities and no nested user namespaces); other sandboxes (but for per-user kernel
+quotas, below). Each task gets rlimits
 (address space, CPU, file size, open files, processes, no core file), the seccomp
 deny-list of `layers.DENIED_SYSCALLS` (plus non-UNIX sockets, TIOCSTI, CLONE_NEWUSER,
 and changing another process's rlimits, priority or CPUs),
@@ -25,6 +26,10 @@ A forked child process does not share its parent's sandboxes: its copies are not
 What is NOT guaranteed: protection from kernel exploits (this is namespaces and
 seccomp, not a VM); CPU-time side channels and timing between sandboxes; memory
 bandwidth and disk-cache contention; tmpfs inode counts beyond the cgroup memory cap;
+kernel quotas counted per host user, which every bwrap sandbox shares as `nobody` (one
+sandbox holding all 128 inotify instances leaves none to the others); a memory bound
+per process, not per task: `memory_mb` is each process's address space, and the
+sandbox's processes together are held to the cgroup cap (`SandboxSpec.memory_mb`);
 secrecy between tasks that share one pooled sandbox: each task is forked from the same
 fork-server, so freed remnants of requests it handled earlier (code, stdin, files
 written through the API) may sit in the memory a task inherits — judge hidden tests in
@@ -429,9 +434,14 @@ class Sandbox:
         return list(header["files"])
 
     # ------------------------------------------------------------------ snapshots
-    def snapshot(self) -> Snapshot:
-        """The workspace's files, folders, symlinks and modes (hard links become copies)."""
-        _, body = self._checked({"op": "snapshot"})
+    def snapshot(self, max_bytes: int | None = None) -> Snapshot:
+        """The workspace's files, folders, symlinks and modes (hard links become copies).
+        Raises ValueError, before anything is read, when the files' sizes add up to more
+        than `max_bytes` (default: twice the workspace's own size, `spec.tmpfs_mb`, room
+        for tar's headers): a sparse file or a hard link costs the workspace a few bytes
+        and the archive its full size, which the host would otherwise have to hold."""
+        limit = (2 * self.spec.tmpfs_mb << 20) if max_bytes is None else int(max_bytes)
+        _, body = self._checked({"op": "snapshot", "max_bytes": limit})
         return Snapshot(body)
 
     def restore(self, snapshot: Snapshot) -> None:

@@ -11,6 +11,14 @@ are frozen forks kept inside the sandbox; they die with the session, and a pool
 release (an eager reset while a session is open) closes it. Output is what the code
 prints through `sys.stdout` / `sys.stderr` (the last 64 KiB of each); subprocess
 output is not captured. A dead sandbox is a `SessionResult.error`, not an exception.
+The code runs in the process that holds the session's channel and can write to it: the
+fork-server checks each reply (its fields and types, output cut to 64 KiB, at most
+1 MiB) and kills the session on a malformed one, which the caller sees as an error.
+
+Not guaranteed: threads and processes a call starts keep running after it returns, with
+no CPU-time limit (wall clocks bound each call's reply, not the work it left), until the
+session is closed, restored or its sandbox reset; a reply the code forged in the right
+shape is taken for the call's, and the real one then answers the next call.
 """
 
 from __future__ import annotations
@@ -41,6 +49,8 @@ class PythonSession:
 
     def _call(self, req: dict[str, object], timeout: float = 30.0) -> dict[str, object]:
         header, _ = self.sandbox._call(req, timeout=timeout + 5.0)
+        if not isinstance(header, dict):  # the server checks the session's; be sure
+            raise SandboxError(f"{req['op']}: a reply that is not an object")
         return header
 
     def run(self, code: str, timeout: float | None = None) -> SessionResult:

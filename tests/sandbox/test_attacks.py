@@ -94,12 +94,20 @@ def ipc(kind):
     with open(f"/proc/sysvipc/{kind}") as f:
         return len(f.read().splitlines()) - 1
 
+def sysctl(name):
+    with open(f"/proc/sys/{name}") as f:
+        return f.read().strip()
+
+SCRATCH = ("/workspace", "/tmp", "/dev/shm")
+
 print(json.dumps({
     "uid": os.getuid(), "pid": os.getpid(), "ppid": os.getppid(),
     "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
     "workspace": os.listdir("/workspace"), "tmp": os.listdir("/tmp"),
     "outside": tree("/") + tree("/dev"),
     "sysv_ipc": {kind: ipc(kind) for kind in ("shm", "msg", "sem")},
+    "xattrs": {d: os.listxattr(d) for d in SCRATCH},
+    "sysctl": {k: sysctl(k) for k in ("kernel/shmmax", "kernel/msgmni", "kernel/sem")},
 }))
 print("clean")
 """
@@ -142,6 +150,8 @@ def assert_sandbox_clean(sb: Sandbox) -> None:
     outside, expected = set(state["outside"]), set(fresh["outside"])
     assert sorted(outside ^ expected) == [], "paths changed outside /workspace and /tmp"
     assert state["sysv_ipc"] == {"shm": 0, "msg": 0, "sem": 0}, "SysV IPC objects left"
+    assert all(not names for names in state["xattrs"].values()), state["xattrs"]
+    assert state["sysctl"] == fresh["sysctl"], "IPC limits changed"
     echo = sb.exec(["/bin/echo", "clean"], timeout=10)
     assert echo.ok and echo.stdout == "clean\n", echo
     # host side: bwrap and the fork-server (its pid 1), nothing else, in the tree and the cgroup
@@ -1302,3 +1312,50 @@ def test_clean_check_catches_leftovers(fresh_pool: SandboxPool) -> None:
             with pytest.raises(AssertionError, match="leftover processes"):
                 assert_sandbox_clean(sb)
     assert_pool_clean(fresh_pool)
+
+
+def test_marks_on_the_scratch_folders_and_ipc_limits_do_not_reach_the_next_task(
+    fresh_pool: SandboxPool,
+) -> None:
+    # A task signalling the next one (a GRPO group's rollouts share pooled sandboxes):
+    # extended attributes and times on the folders a reset empties, IPC sysctls.
+    attack = r"""
+    import os
+    for d in ("/workspace", "/tmp", "/dev/shm"):
+        os.setxattr(d, "user.mark", b"run 1")
+        os.utime(d, ns=(4242424242_000000001, 1111111111_123456789))
+    for name in ("kernel/shmmax", "kernel/msgmni"):
+        try:
+            with open("/proc/sys/" + name, "w") as f:
+                f.write("1")
+        except OSError as exc:
+            print("denied", exc.errno)
+    """
+    result = run_attack(fresh_pool, attack)
+    assert result.stdout.split() == ["denied", str(errno.EROFS)] * 2
+    with fresh_pool.lease() as sb:
+        seen = sb.run_python("import os; print(os.stat('/tmp').st_mtime_ns)").stdout
+        assert seen.strip() != "1111111111123456789"
+
+
+def test_a_snapshot_of_hard_links_is_refused_before_the_host_holds_it(
+    fresh_pool: SandboxPool,
+) -> None:
+    # Each hard link is a full copy in the archive: 8 MB of workspace would cost the host
+    # 8 MB x 12 in memory before anything could look at its size.
+    attack = r"""
+    import os
+    with open("big", "wb") as f:
+        f.write(os.urandom(1 << 20) * 7)
+    for i in range(11):
+        os.link("big", f"link{i}")
+    """
+
+    def snapshot(sb: Sandbox, result: ExecResult) -> None:
+        with pytest.raises(ValueError, match="more than 67108864 bytes as a snapshot"):
+            sb.snapshot()  # the default: twice the workspace's 32 MB
+        with pytest.raises(ValueError, match="more than 1048576 bytes"):
+            sb.snapshot(max_bytes=1 << 20)
+        assert sb.alive and sb.list_files()[0] == "big"
+
+    run_attack(fresh_pool, attack, inspect=snapshot)

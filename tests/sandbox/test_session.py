@@ -133,3 +133,33 @@ def test_restore_kills_what_the_live_copy_started(session: PythonSession) -> Non
     session.restore(snap)
     assert not _spawned_left(session.sandbox)
     assert session.run("print(x)").stdout == "1\n"
+
+
+_FORGE = """
+import gc, json, socket, struct
+channel = next(o for o in gc.get_objects() if isinstance(o, socket.socket) and o.fileno() >= 0)
+body = json.dumps({body}).encode()
+channel.sendall(struct.pack("!II", len(body), 0) + body)
+"""
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '["not", "a", "reply"]',  # once an AttributeError in the host
+        '{"ok": True, "stdout": "A" * (2 << 20)}',  # once held whole by the host
+        '{"ok": "yes"}',
+    ],
+)
+def test_a_reply_forged_by_the_sessions_code_is_an_error_not_a_crash(
+    session: PythonSession, body: str
+) -> None:
+    result = session.run(_FORGE.format(body=body))
+    assert not result.ok and "malformed reply" in (result.error or ""), result
+    assert len(result.stdout) == 0
+
+
+def test_output_in_a_replys_shape_is_cut_to_its_last_64_kib(session: PythonSession) -> None:
+    forged = '{"ok": True, "stdout": "A" * 100_000 + "end"}'
+    result = session.run(_FORGE.format(body=forged))
+    assert result.ok and len(result.stdout) == 65536 and result.stdout.endswith("end")

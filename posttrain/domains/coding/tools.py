@@ -132,10 +132,13 @@ class CodingSession:
             ) as sandbox:
                 sandbox.restore(self.state)
                 result = sandbox.exec(["/bin/sh", "-c", command], timeout=self.shell_timeout)
-                after = sandbox.snapshot()
+                try:  # refused before it is read when the files are too large
+                    after: Snapshot | None = sandbox.snapshot(max_bytes=MAX_WORKSPACE_BYTES)
+                except ValueError:
+                    after = None
         except (SandboxError, TimeoutError) as exc:
             return Observation(f"error: the sandbox failed ({exc}); try again", error=True)
-        if len(after.archive) > MAX_WORKSPACE_BYTES:
+        if after is None or len(after.archive) > MAX_WORKSPACE_BYTES:
             note = "\n[the workspace grew past 8 MB; the command's file changes were discarded]"
         else:
             self.state, note = after, ""

@@ -156,19 +156,32 @@ def list_files(root: str) -> list[str]:
 
 
 def wipe(root: str) -> None:
-    """Empty a folder, however deep, locked or strange; raise if anything survives."""
+    """Empty a folder, however deep, locked or strange, and clear what a task can leave
+    on the folder itself (its mode, extended attributes, times): the next task must not
+    tell its run from a fresh one. Raise if anything survives."""
     os.chmod(root, 0o755)  # a task may have locked the folder itself
     for _ in _walk(root, remove=True):
         pass
     left = os.listdir(root)
     if left:
         raise OSError(f"could not empty {root}: {left[:5]}")
+    try:
+        names = os.listxattr(root)
+    except OSError:  # a file system without extended attributes
+        names = []
+    for name in names:
+        os.removexattr(root, name)
+    os.utime(root, ns=(0, 0))
 
 
-def tar_workspace(root: str) -> bytes:
+def tar_workspace(root: str, max_bytes: int | None = None) -> bytes:
     """The workspace as a tar archive with every mode as it was; changes nothing. Fails
-    (ENAMETOOLONG) on a path past PATH_MAX, which `untar_workspace` could not restore."""
+    (ENAMETOOLONG) on a path past PATH_MAX, which `untar_workspace` could not restore,
+    and with ValueError, before reading the file that would pass it, when the files'
+    sizes add up to more than `max_bytes`: a sparse file or a hard link takes a few
+    bytes of the workspace and its full size in the archive."""
     buf = io.BytesIO()
+    total = 0
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for rel, st in _walk(root):
             full = os.path.join(root, rel)
@@ -176,6 +189,12 @@ def tar_workspace(root: str) -> bytes:
             info.mode = stat.S_IMODE(st.st_mode)  # as the task left it
             if info.islnk():  # a second hard link becomes a copy: restore recreates every path
                 info.type, info.linkname, info.size = tarfile.REGTYPE, "", st.st_size
+            total += info.size + tarfile.BLOCKSIZE
+            if max_bytes is not None and total > max_bytes:
+                raise ValueError(
+                    f"the workspace's files take more than {max_bytes} bytes as a snapshot "
+                    "(sparse files and hard links count at their full size)"
+                )
             if info.isreg():
                 with _unlocked(full, 0o400), open(full, "rb") as f:
                     tar.addfile(info, f)

@@ -33,10 +33,11 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return bytes(chunks)
 
 
-def recv_frame(sock: socket.socket) -> tuple[dict[str, Any], bytes]:
-    """Read one frame; EOFError when the other side is gone."""
+def recv_frame(sock: socket.socket, limit: int = MAX_FRAME) -> tuple[dict[str, Any], bytes]:
+    """Read one frame; EOFError when the other side is gone or announces more than
+    `limit` bytes (nothing of it is read then)."""
     n_json, n_payload = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
-    if n_json + n_payload > MAX_FRAME:
-        raise EOFError(f"frame of {n_json + n_payload} bytes exceeds the {MAX_FRAME} cap")
+    if n_json + n_payload > limit:
+        raise EOFError(f"frame of {n_json + n_payload} bytes exceeds the {limit} cap")
     header = json.loads(_recv_exact(sock, n_json))
     return header, _recv_exact(sock, n_payload) if n_payload else b""

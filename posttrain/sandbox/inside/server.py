@@ -62,7 +62,7 @@ class Server:
         if op == "list":
             return {"ok": True, "files": files.list_files(self.workspace)}, b""
         if op == "snapshot":
-            return {"ok": True}, files.tar_workspace(self.workspace)
+            return {"ok": True}, files.tar_workspace(self.workspace, req.get("max_bytes"))
         if op == "restore":
             files.untar_workspace(self.workspace, payload)
             return {"ok": True}, b""
@@ -115,12 +115,12 @@ class Server:
             )
         if op == "session_snapshot":
             reply = self._session_call({"op": "fork"}, 10.0)
-            if reply.get("ok"):
+            if reply.get("ok") and "frozen_pid" in reply:
                 sid = len(self.frozen) + 1
                 self.frozen[sid] = reply["frozen_pid"]
                 self.keep.add(reply["frozen_pid"])
                 return {"ok": True, "snapshot": sid}
-            return reply
+            return reply if not reply.get("ok") else {"ok": False, "error": "snapshot failed"}
         if op == "session_restore":
             frozen = self.frozen.get(int(req["snapshot"]))
             if frozen is None:
@@ -128,9 +128,11 @@ class Server:
             self._kill_live()
             os.kill(frozen, signal.SIGUSR1)
             reply = self._session_wait(10.0)
-            if reply.get("ok"):
+            if reply.get("ok") and "pid" in reply:
                 self.session_pid = reply["pid"]
                 self.keep.add(self.session_pid)
+            elif reply.get("ok"):
+                return {"ok": False, "error": "restore failed"}
             return reply
         raise ValueError(f"unknown op {op!r}")
 
@@ -142,17 +144,24 @@ class Server:
         return self._session_wait(timeout)
 
     def _session_wait(self, timeout: float) -> dict[str, Any]:
+        """The session's reply, checked: the session runs the task's code, which can
+        reach its socket and write anything there. A reply too large or of the wrong
+        shape kills the live session (as a crash would); output is cut to 64 KiB."""
         assert self.session_sock is not None
         ready, _, _ = select.select([self.session_sock], [], [], timeout)
         if not ready:
             self._kill_live()
             return {"ok": False, "timed_out": True, "error": f"session call exceeded {timeout} s"}
         try:
-            reply, _ = recv_frame(self.session_sock)
-        except EOFError:
+            reply, _ = recv_frame(self.session_sock, limit=_SESSION_REPLY_BYTES)
+        except (EOFError, ValueError):  # gone, too large, or not JSON
             self._kill_live()
-            return {"ok": False, "error": "the session process died"}
-        return reply
+            return {"ok": False, "error": "the session process died or sent a malformed reply"}
+        checked = _session_reply(reply)
+        if checked is None:
+            self._kill_live()
+            return {"ok": False, "error": "the session process sent a malformed reply"}
+        return checked
 
     def _kill_live(self) -> None:
         """Kill the live session process and every process it started; the frozen
@@ -257,6 +266,27 @@ def load_seccomp(program: bytes) -> None:
     prog = SockFprog(len(program) // 8, program)
     if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, MODE_FILTER
         raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP failed")
+
+
+_SESSION_REPLY_BYTES = 1 << 20  # two 64 KiB outputs JSON-escaped fit many times over
+_SESSION_FIELDS = {"ok": bool, "stdout": str, "stderr": str, "error": str, "frozen_pid": int,
+                   "pid": int}  # fmt: skip
+
+
+def _session_reply(reply: Any) -> dict[str, Any] | None:
+    """`reply` with only the fields a session sends, each of its type and outputs cut to
+    their last 64 KiB; None when it is not a reply a session could have sent."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+        return None
+    out: dict[str, Any] = {}
+    for key, kind in _SESSION_FIELDS.items():
+        if key not in reply:
+            continue
+        value = reply[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            return None
+        out[key] = value[-65536:] if isinstance(value, str) else value
+    return out
 
 
 def main(argv: list[str]) -> None:

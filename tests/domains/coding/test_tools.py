@@ -74,3 +74,14 @@ def test_restore_rewinds_the_workspace_and_history() -> None:
     call(session, "shell", command="echo 2 > a")
     session.restore(mark)
     assert session.files()["a"] == b"1" and session.history == []
+
+
+@needs_sandbox
+def test_a_workspace_whose_snapshot_would_pass_8_mb_keeps_its_files_as_they_were() -> None:
+    # Sparse files cost the sandbox nothing and the snapshot their full size: refused
+    # inside the sandbox, before the host reads them.
+    session = CodingSession({"a.txt": "one\n"})
+    out, error = call(session, "shell", command="truncate -s 6M s1 && truncate -s 6M s2 && ls")
+    assert not error and "changes were discarded" in out
+    assert call(session, "read_file", path="s1")[1]  # not kept
+    assert call(session, "read_file", path="a.txt") == ("one\n", False)
