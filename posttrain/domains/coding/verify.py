@@ -71,9 +71,12 @@ class Judge:
         return result
 
     def replace(self, files: Mapping[str, bytes | str]) -> None:
-        """Make the workspace exactly `files` (the next judged state), with /tmp, /dev/shm and
-        IPC objects wiped: the judged code must not tell its runs apart by what an earlier
-        run left behind (write-regression-test's buggy and fixed runs, say)."""
+        """Make the workspace exactly `files` (the next judged state), with /tmp, /dev/shm,
+        their extended attributes and IPC objects wiped: the judged code must not tell its
+        runs apart by what an earlier run left behind. Not wiped: the sandbox's pid counter
+        (a later run gets higher pids), so a state whose verdict is the reward is judged in
+        a `Judge` of its own (the final state; write-regression-test's buggy and fixed
+        runs); `replace` serves the per-turn `turn_N_visible` feedback and typed's mypy."""
         self.sandbox.set_baseline(Snapshot.from_files(files))
         self.sandbox.reset()
 
