@@ -22,6 +22,7 @@ Excluded, with the reason: `EXCLUDED`. Five scorers evaluate the answer as code;
 answer must first pass a syntax check (`ANSWER_GATES`, `verify/safe_expr.py`); so must
 complex_arithmetic's (no NaN, which its scorer rewards: `NAN_GATED`), and three scorers that build
 the number written get no 4+ digit exponents or towers of powers (`HUGE_NUMBER_GATED`).
+coin_flip is scored here, not by its scorer, whose prefix credit passes "0" (`EXACT_NUMBER`).
 
 Not guaranteed: corruptions are generic (empty text, the answer changed by one
 character, another seed's answer), kept only when the generator's scorer rejects
@@ -36,6 +37,7 @@ import functools
 import io
 import re
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 from posttrain.domains.base import Axes, Session, check_difficulty, task_id, task_rng
@@ -189,8 +191,16 @@ _HUGE_NUMBER = re.compile(r"[0-9.][eE][+-]?[0-9]{4,}|\*\*\s*\(?\s*([0-9]{4,}|[\w
 # complex_arithmetic scores min(1, exp(-distance)): a NaN distance would give 1.
 NAN_GATED = frozenset({"complex_arithmetic"})
 _NAN = re.compile("nan|inf", re.IGNORECASE)
+# Scorers whose partial credit rewards a wrong number: coin_flip's gives a prefix of the
+# answer's digits credit over the *shorter* string, so "0" (or any truncation) scores 1.0
+# on every probability below 1. Here the written number (a decimal or a fraction) passes
+# within the tolerance, with reward 1, and anything else scores 0.
+EXACT_NUMBER = {"coin_flip": 1e-4}
 # Generators whose domain changed after v1 (an id is bumped when its rewards change).
-VERSIONS = {"complex_arithmetic": 2}  # v2: NaN answers no longer pass
+VERSIONS = {
+    "complex_arithmetic": 2,  # v2: NaN answers no longer pass
+    "coin_flip": 2,  # v2: only the right probability passes (`EXACT_NUMBER`)
+}
 MAX_EXPRESSION_CHARS = 2000  # with ** allowed, a long tower of powers would hang SymPy
 
 
@@ -277,6 +287,8 @@ class ReasoningGymDomain:
         gate = ANSWER_GATES.get(self.name)
         if gate is not None and not gate(text, item):
             return 0.0, "not a plain expression; its scorer would run it as code"
+        if self.name in EXACT_NUMBER:
+            return _exact_number(text, str(item["answer"]), EXACT_NUMBER[self.name]), None
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # some scorers print as they go
                 score = min(max(float(dataset.score_answer(text, item)), 0.0), 1.0)
@@ -287,6 +299,17 @@ class ReasoningGymDomain:
     def difficulty_measure(self, task: Task) -> float:
         """The sum of the curriculum levels the task was generated at."""
         return float(sum(task.meta["levels"].values()))
+
+
+def _exact_number(text: str, gold: str, tolerance: float) -> float:
+    """1.0 when `text` is one number (a decimal or a fraction; commas ignored) within
+    `tolerance` of `gold`, else 0.0."""
+    try:
+        value = float(Fraction(text.strip().replace(",", "")))
+        target = float(Fraction(gold.replace(",", "")))
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return 0.0
+    return 1.0 if abs(value - target) <= tolerance else 0.0
 
 
 def _nudge(answer: str) -> str:

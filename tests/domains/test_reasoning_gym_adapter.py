@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from posttrain.domains import get_domain
 from posttrain.domains.reasoning_gym_adapter import (
     EXCLUDED,
@@ -101,10 +103,27 @@ def test_a_nan_answer_does_not_pass_complex_arithmetic() -> None:
     assert _judge("rg/complex_arithmetic-v2", task.answer).passed
 
 
+def test_coin_flip_passes_the_probability_alone_not_a_constant_or_a_truncation() -> None:
+    # Its scorer's prefix credit gave "0" full reward on every probability below 1 (v1).
+    passed = 0
+    for seed in range(20):
+        task = get_domain("rg/coin_flip-v2").generate(seed, 5)
+        gold = float(Fraction(task.answer))
+        assert _judge("rg/coin_flip-v2", task.answer, seed, 5).passed
+        assert _judge(
+            "rg/coin_flip-v2", str(Fraction(task.answer).limit_denominator()), seed, 5
+        ).passed
+        for wrong in ("0", "0.0", task.answer[:3], "1"):
+            if abs(float(Fraction(wrong)) - gold) > 1e-4:
+                assert _judge("rg/coin_flip-v2", wrong, seed, 5).reward == 0.0, (task.answer, wrong)
+        passed += _judge("rg/coin_flip-v2", "0", seed, 5).passed
+    assert passed == 0
+
+
 def test_a_huge_exponent_scores_zero_without_hanging_the_scorer() -> None:
     import time
 
-    for domain_id in ("rg/coin_flip-v1", "rg/countdown-v1", "rg/simple_integration-v1"):
+    for domain_id in ("rg/coin_flip-v2", "rg/countdown-v1", "rg/simple_integration-v1"):
         start = time.monotonic()
         for text in ("1e999999999", "9**9**9**9", "9**(9**9)", "x**999999999"):
             verdict = _judge(domain_id, text)
