@@ -50,7 +50,7 @@ def _money(amount: float) -> str:
 class LeaseCited(CitedDomain):
     """A residential lease: parties, premises, term, rent, deposit and notice, each quoted."""
 
-    id = "extract/lease-cited-v1"
+    id = "extract/lease-cited-v2"
     kind = "lease agreement"
     fields = (
         Field("landlord", "text", "the landlord's name"),
@@ -125,7 +125,7 @@ class LeaseCited(CitedDomain):
 class IncidentReportCited(CitedDomain):
     """A workplace incident report: what happened, when, where, to whom, each quoted."""
 
-    id = "extract/incident-report-cited-v1"
+    id = "extract/incident-report-cited-v2"
     kind = "incident report"
     fields = (
         Field("report_number", "code", "the report's number"),
@@ -195,7 +195,7 @@ def _price_text(millions: int, difficulty: int) -> str:
 class AcquisitionCited(CitedDomain):
     """An acquisition press release: who buys whom, for how much, when, each quoted."""
 
-    id = "extract/acquisition-cited-v1"
+    id = "extract/acquisition-cited-v2"
     kind = "press release"
     fields = (
         Field("acquirer", "text", "the company buying"),

@@ -52,7 +52,7 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
 class Invoice(ExtractDomain):
     """An invoice with line items; the total sits among subtotal, tax and shipping lines."""
 
-    id = "extract/invoice-v1"
+    id = "extract/invoice-v2"
     kind = "invoice"
     fields = (
         Field("vendor", "text", "the company that issued the invoice"),
@@ -126,7 +126,7 @@ class Invoice(ExtractDomain):
 class Receipt(ExtractDomain):
     """A till receipt: items with line prices, tax, total, and how it was paid."""
 
-    id = "extract/receipt-v1"
+    id = "extract/receipt-v2"
     kind = "store receipt"
     fields = (
         Field("store", "text", "the store's name"),
@@ -198,7 +198,7 @@ def _tracking(rng: random.Random, carrier: str) -> str:
 class ShippingNotice(ExtractDomain):
     """A shipment e-mail: carrier, tracking, dates, destination and the parcel's weight."""
 
-    id = "extract/shipping-notice-v1"
+    id = "extract/shipping-notice-v2"
     kind = "shipping notification e-mail"
     fields = (
         Field("carrier", "choice", "the carrier delivering the shipment", choices=CARRIERS),

@@ -51,7 +51,7 @@ TEAMS = ("Operations", "Product", "Finance", "Facilities", "Partnerships")
 class Invitation(ExtractDomain):
     """An event invitation: what, who hosts, when (date, start, end), where, how to RSVP."""
 
-    id = "extract/invitation-v1"
+    id = "extract/invitation-v2"
     kind = "invitation"
     fields = (
         Field("event", "text", "the event's name"),
@@ -107,7 +107,7 @@ class Invitation(ExtractDomain):
 class AppointmentLetter(ExtractDomain):
     """A hospital appointment letter, possibly rescheduling an earlier appointment."""
 
-    id = "extract/appointment-letter-v1"
+    id = "extract/appointment-letter-v2"
     kind = "appointment letter"
     fields = (
         Field("patient", "text", "the patient's full name"),
@@ -170,7 +170,7 @@ class AppointmentLetter(ExtractDomain):
 class MeetingMinutes(ExtractDomain):
     """Meeting minutes: the date, the chair, who attended and the open action items."""
 
-    id = "extract/meeting-minutes-v1"
+    id = "extract/meeting-minutes-v2"
     kind = "set of meeting minutes"
     fields = (
         Field("meeting_date", "date", "the date of this meeting"),

@@ -32,7 +32,7 @@ CREDITS = ("SALARY ACME PAYROLL", "REFUND ONLINE STORE", "TRANSFER FROM J DOE", 
 class BankStatement(ExtractDomain):
     """A statement's posted transactions as signed amounts, with both balances."""
 
-    id = "extract/bank-statement-v1"
+    id = "extract/bank-statement-v2"
     kind = "bank statement"
     fields = (
         Field("account_holder", "text", "the account holder's name"),

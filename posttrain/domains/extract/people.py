@@ -46,7 +46,7 @@ WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
 class ContactSignature(ExtractDomain):
     """The latest sender's contact card from an e-mail thread's signature."""
 
-    id = "extract/contact-signature-v1"
+    id = "extract/contact-signature-v2"
     kind = "e-mail"
     fields = (
         Field("name", "text", "full name of the person who wrote the latest message"),
@@ -99,7 +99,7 @@ class ContactSignature(ExtractDomain):
 class JobPosting(ExtractDomain):
     """A job advert: role, terms, salary range, required skills and the deadline."""
 
-    id = "extract/job-posting-v1"
+    id = "extract/job-posting-v2"
     kind = "job posting"
     fields = (
         Field("title", "text", "the job title"),
@@ -159,7 +159,7 @@ class JobPosting(ExtractDomain):
 class Resume(ExtractDomain):
     """A résumé: contact details, the jobs in order with their months, and education."""
 
-    id = "extract/resume-v1"
+    id = "extract/resume-v2"
     kind = "résumé"
     fields = (
         Field("name", "text", "the candidate's full name"),

@@ -10,7 +10,8 @@ rules), the reference (the gold record as JSON) and the verdict:
   prose around it scores 0) and valid against the schema (every key required, no other
   keys, types and formats; else 0);
 - then each top-level field scores 1 or 0 by its kind: `text` fuzzy (ratio ≥ 0.9 after
-  whitespace and case folding), `code`/`email` exact after case folding and removing
+  whitespace and case folding) with the same runs of digits (a house number, a floor, a
+  quantity in a description is a fact, not a slip: v2), `code`/`email` exact after case folding and removing
   spaces, `phone` by its digits (exactly ten, after dropping a leading country code 1
   from eleven), `number` equal to three decimals (`values_close`), `date`
   (YYYY-MM-DD), `month` (YYYY-MM or "present"), `time` (HH:MM), `integer`, `choice`
@@ -160,6 +161,11 @@ def _squash(text: str) -> str:
     return re.sub(r"\s+", "", text).casefold()
 
 
+def _digit_runs(value: Any) -> list[str]:
+    """The runs of digits in a text value ("516 Mill Lane, Level 2" -> ["516", "2"])."""
+    return re.findall(r"\d+", value if isinstance(value, str) else str(value))
+
+
 def _phone_digits(text: str) -> str:
     """The ten digits of one North American number ("+1 (415) 555-0134" -> "4155550134"),
     or "" when the text holds any other count of digits (two numbers, a short one)."""
@@ -172,7 +178,7 @@ def _phone_digits(text: str) -> str:
 def scalar_ok(kind: Kind, predicted: Any, gold: Any) -> bool:
     """Whether one schema-valid predicted value matches the gold value of its kind."""
     if kind == "text":
-        return field_score(predicted, gold) > 0.0
+        return field_score(predicted, gold) > 0.0 and _digit_runs(predicted) == _digit_runs(gold)
     if kind in ("code", "email"):
         return _squash(predicted) == _squash(gold)
     if kind == "phone":

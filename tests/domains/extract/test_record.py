@@ -55,6 +55,16 @@ def test_text_forgives_case_and_spacing_but_not_another_name() -> None:
     assert not scalar_ok("text", "Bluepeak Supplies Ltd.", "Northwind Supplies Ltd.")
 
 
+def test_text_does_not_forgive_another_number_in_it() -> None:
+    # Each was accepted as a slip in v1 (similarity >= 0.9): a different fact.
+    for wrong, gold in [("517 Mill Lane", "516 Mill Lane"), ("WHOLE MILK 2GAL", "WHOLE MILK 1GAL"),
+                        ("Outpatient Clinic 3, Level 3", "Outpatient Clinic 3, Level 2"),
+                        ("Label roll 501 ct", "Label roll 500 ct")]:  # fmt: skip
+        assert not scalar_ok("text", wrong, gold), wrong
+    assert scalar_ok("text", "516 mill lane", "516 Mill Lane")
+    assert scalar_ok("text", "Jon Smith, Unit 4", "John Smith, Unit 4")
+
+
 def test_codes_must_match_exactly_up_to_case_and_spaces() -> None:
     assert scalar_ok("code", "1z99 9AA1", "1Z999AA1")
     assert not scalar_ok("code", "INV-2024-0042", "INV-2024-0043")
