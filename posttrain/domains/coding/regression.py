@@ -1,14 +1,17 @@
-"""`coding/write-regression-test-v1`: write a test that catches a reported bug (do not fix it).
+"""`coding/write-regression-test-v2`: write a test that catches a reported bug (do not fix it).
 
 The repository's own tests pass (its failing cases are left out); the prompt names
 where the bug is, and at low difficulty one input that shows it. The agent writes
 `tests/test_regression.py`, the only file taken from its workspace. The verdict runs
 that file's `test*` functions (pytest-style asserts, `pytest.raises`; no fixtures) three
 times, each in a fresh sandbox, by our own harness in a process of its own each time:
-against the buggy repository and against it with a comment appended to the buggy
-files, where some test must fail both times, and against the fixed one, where every
-test must pass. Components: `fails_on_buggy`, `passes_on_fixed`. The commented copy
-stops a test that only notices the file changed (comparing it with the text it read).
+against the buggy repository and against a behaviour-preserving edit of it, where
+some test must fail both times, and against the fixed one, where every test must pass.
+Components: `fails_on_buggy`, `passes_on_fixed`. The edit (`noop_edit`) puts a no-op
+statement at the top of each buggy function and a comment at the end of its file: the
+text, syntax tree and bytecode change, the behaviour does not, so a test that only
+notices the code changed (its text, an AST or bytecode hash) fails to fail there. v1
+appended the comment alone, which a hash of the syntax tree saw through.
 
 Not guaranteed: a test that reads the module's source and looks for the buggy code
 itself passes; it has had to find the bug to do so.
@@ -16,6 +19,7 @@ itself passes; it has had to find the bug to do so.
 
 from __future__ import annotations
 
+import ast
 import secrets
 from typing import Any
 
@@ -30,6 +34,7 @@ from posttrain.types import Message, Reference, Rollout, Task, Verdict
 
 TEST_PATH = "tests/test_regression.py"
 NO_OP_EDIT = b"\n# (added by the judge: a comment, the behaviour is unchanged)\n"
+NO_OP_STATEMENT = "_judge_noop = None  # added by the judge: the behaviour is unchanged"
 HARNESS = """
 import importlib.util, json, os, sys
 sys.dont_write_bytecode = True
@@ -55,6 +60,31 @@ _out.flush()
 """
 
 
+def noop_edit(source: bytes, functions: set[str]) -> bytes:
+    """`source` with `NO_OP_STATEMENT` first in the body of each function named in
+    `functions` (after its docstring) and `NO_OP_EDIT` at the end: its text, syntax tree
+    and bytecode change, its behaviour does not. A function whose body shares its `def`
+    line gets no statement."""
+    text = source.decode()
+    lines = text.splitlines(keepends=True)
+    at: list[tuple[int, str]] = []  # (line index to insert before, indentation)
+    for node in ast.walk(ast.parse(text)):
+        if (
+            not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            or node.name not in functions
+        ):
+            continue
+        first = node.body[0]
+        docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)  # fmt: skip
+        anchor = node.body[1] if docstring and len(node.body) > 1 else first
+        if anchor.lineno == node.lineno or (docstring and anchor is first):
+            continue  # a one-line body, or a docstring alone
+        at.append((anchor.lineno - 1, " " * anchor.col_offset))
+    for index, indent in sorted(at, reverse=True):
+        lines.insert(index, f"{indent}{NO_OP_STATEMENT}\n")
+    return "".join(lines).encode() + NO_OP_EDIT
+
+
 def _alone(repo: Repo, case: dict[str, Any]) -> bool:
     """Whether `case` fails on the buggy code in a fresh process (not only after other calls)."""
     module = case["module"].rsplit(".", 1)[-1]
@@ -76,7 +106,7 @@ def regression_test_source(package: str, case: dict[str, Any]) -> str:
 
 
 class WriteRegressionTestDomain(RepoDomain):
-    id = "coding/write-regression-test-v1"
+    id = "coding/write-regression-test-v2"
 
     def plan(self, difficulty: int) -> Plan:
         return Plan(modules=min(2 + (difficulty - 1) // 3, 5), bugs=1, subtlety=1 + (difficulty - 1) // 3, hidden=1)  # fmt: skip
@@ -143,10 +173,11 @@ class WriteRegressionTestDomain(RepoDomain):
         self, task: Task, test: bytes
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
         """The test's results on the buggy repository, the fixed one, and the buggy one
-        with a comment appended to every file the fix touches."""
+        with every file the fix touches edited without changing its behaviour."""
         pristine = {p: t.encode() for p, t in task.files.items()} | {TEST_PATH: test}
         fixed = pristine | {p: t.encode() for p, t in task.meta["fixed"].items()}
-        edited = pristine | {p: pristine[p] + NO_OP_EDIT for p in task.meta["fixed"]}
+        buggy = {b["function"] for b in task.meta["bugs"]}
+        edited = pristine | {p: noop_edit(pristine[p], buggy) for p in task.meta["fixed"]}
         runs = []
         # A fresh sandbox for each tree: in one, a run could tell which tree it is on by
         # its pid (the fixed tree's run is the second) or by what an earlier run left.

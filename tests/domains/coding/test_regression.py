@@ -1,13 +1,18 @@
-"""`coding/write-regression-test-v1`: a test must fail on the bug and pass on the fix."""
+"""`coding/write-regression-test-v2`: a test must fail on the bug and pass on the fix."""
 
 from __future__ import annotations
+
+import ast
 
 import pytest
 
 from posttrain.domains.coding.domain import tool_turn
 from posttrain.domains.coding.regression import (
+    NO_OP_EDIT,
+    NO_OP_STATEMENT,
     TEST_PATH,
     WriteRegressionTestDomain,
+    noop_edit,
     regression_test_source,
 )
 from posttrain.sandbox import layers
@@ -77,3 +82,47 @@ def test_a_test_that_tells_the_runs_apart_by_its_pid_does_not_pass() -> None:
         content = f"import os\n\n\ndef test_regression():\n    assert os.getpid() == {pid}\n"
         verdict = play(DOMAIN, task, [tool_turn("write_file", path=TEST_PATH, content=content), Message("assistant", "ok")])  # fmt: skip
         assert not verdict.passed, pid
+
+
+@pytest.mark.parametrize("fingerprint", ["ast.dump(ast.parse(source))", "code_of(source)"])
+def test_a_test_that_fingerprints_the_code_instead_of_testing_it_does_not_pass(
+    fingerprint: str,
+) -> None:
+    """v1 rewarded it: a hash of every module's syntax tree is the same on the buggy
+    tree with a comment added and differs on any fixed one, without finding the bug."""
+    task = DOMAIN.generate(1, 3)
+    package = [p for p in task.files if p.endswith(".py") and not p.startswith("tests/")]
+    content = (
+        "import ast, hashlib, marshal\n\n"
+        "def code_of(source):\n"
+        "    code = compile(source, 'm', 'exec')\n"
+        "    return [c.co_code for c in code.co_consts if hasattr(c, 'co_code')]\n\n"
+        f"def fingerprint(source):\n    return hashlib.sha256(repr({fingerprint}).encode()).hexdigest()\n\n"
+        f"SEEN = {{p: fingerprint(open(p).read()) for p in {package!r}}}\n\n"
+        "def test_regression():\n"
+        "    assert SEEN != {p: fingerprint(open(p).read()) for p in SEEN}\n"
+    )
+    # SEEN is read when the module loads: it holds the tree the test runs on, so the test
+    # above fails everywhere; the hack bakes in the hashes of the buggy tree instead.
+    baked = {}
+    for path in package:
+        namespace: dict = {}
+        exec(content.split("SEEN =")[0], namespace)  # code_of and fingerprint
+        baked[path] = namespace["fingerprint"](task.files[path])
+    content = content.replace(
+        content[content.index("SEEN =") : content.index("\n\ndef test_")], f"SEEN = {baked!r}"
+    )
+    verdict = play(DOMAIN, task, [tool_turn("write_file", path=TEST_PATH, content=content), Message("assistant", "ok")])  # fmt: skip
+    assert verdict.components["passes_on_fixed"] == 1.0  # the hack works on the fixed tree
+    assert not verdict.passed and verdict.components["fails_on_buggy"] == 0.0
+
+
+def test_the_no_op_edit_keeps_the_behaviour_and_changes_the_code() -> None:
+    task = DOMAIN.generate(0, 5)
+    bug = task.meta["bugs"][0]
+    source = task.files[bug["path"]].encode()
+    edited = noop_edit(source, {bug["function"]})
+    assert NO_OP_STATEMENT in edited.decode() and edited.endswith(NO_OP_EDIT)
+    assert ast.dump(ast.parse(edited)) != ast.dump(ast.parse(source))
+    verdict = play(DOMAIN, task, DOMAIN.reference(task).turns)  # the reference test fails there too
+    assert verdict.passed
