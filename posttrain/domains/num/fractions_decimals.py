@@ -6,8 +6,9 @@ decimal, pick the largest of mixed fractions and decimals.
 
 How each is judged, as its prompt states:
 
-- `num/simplify-fraction-v1` (exact): `p/q` in lowest terms. An equal but unreduced
-  fraction fails with reward 0.5 (component `value` 1, `reduced` 0).
+- `num/simplify-fraction-v2` (exact): `p/q` in lowest terms. An equal fraction reduced
+  part of the way fails with reward 0.5 (component `value` 1, `reduced` 0); the question's
+  own fraction copied back fails with 0 (v1 gave it 0.5: half reward for no work).
 - `num/fraction-arithmetic-v1` (math): any exact form of the right value passes: an
   integer, a decimal, or `p/q` reduced or not, with a leading minus when negative.
 - `num/round-decimal-v1` (exact): the value rounded half away from zero, written with
@@ -48,7 +49,7 @@ _EXACT = Axes("text", "none", "single", "exact")
 class SimplifyFraction(AnswerDomain):
     """Reduce `(x·g)/(y·g)` to `x/y`; the denominator has 2 (d=1) to 6 (d=10) digits."""
 
-    id = "num/simplify-fraction-v1"
+    id = "num/simplify-fraction-v2"
     axes = _EXACT
     instructions = (
         "Reply with the fraction in lowest terms as p/q (an improper fraction such as 7/4 "
@@ -80,8 +81,11 @@ class SimplifyFraction(AnswerDomain):
         reduced = math.gcd(p, q) == 1
         components = {"format": 1.0, "value": float(value), "reduced": float(reduced)}
         why = "the value differs" if not value else "it is not in lowest terms"
+        echoed = (p, q) == (task.meta["numerator"], task.meta["denominator"])
+        if value and echoed:
+            why = "it is the question's fraction, not reduced at all"
         passed = value and reduced
-        reward = 1.0 if passed else 0.5 * value
+        reward = 1.0 if passed else 0.5 * (value and not echoed)
         return verdict(passed, want, components=components, reward=reward, why=why)
 
     def wrong(self, task: Task) -> list[str]:

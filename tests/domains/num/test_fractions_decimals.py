@@ -21,6 +21,17 @@ def test_simplify_gives_half_credit_to_an_equal_unreduced_fraction() -> None:
     assert verdict.components["reduced"] == 0.0
 
 
+def test_simplify_gives_nothing_for_the_questions_own_fraction() -> None:
+    domain = SimplifyFraction()
+    for seed in range(10):
+        task = domain.generate(seed, 5)
+        echo = f"{task.meta['numerator']}/{task.meta['denominator']}"
+        assert echo in task.prompt[0].content
+        verdict = domain.judge(task, echo)
+        assert (verdict.passed, verdict.reward) == (False, 0.0), echo
+        assert verdict.components["value"] == 1.0 and "not reduced at all" in verdict.reason
+
+
 def test_simplify_refuses_a_decimal_of_the_right_value() -> None:
     domain = SimplifyFraction()
     for seed in range(40):
