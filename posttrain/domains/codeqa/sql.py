@@ -1,4 +1,4 @@
-"""`codeqa/sql-select-v1`: which names a generated SELECT returns from a tiny inline table.
+"""`codeqa/sql-select-v2`: which names a generated SELECT returns from a tiny inline table.
 
     from posttrain.domains.codeqa.sql import SqlSelect
     task = SqlSelect().generate(seed=0, difficulty=4)
@@ -7,7 +7,9 @@ The prompt shows a table `staff(name, dept, age, score)` and one query
 `SELECT name FROM staff WHERE ...` whose condition combines comparisons with AND, OR
 and parentheses; from difficulty 6 it may add `ORDER BY score DESC LIMIT k` (scores are
 distinct, so the rows kept are well defined). We evaluate the condition tree ourselves;
-the answer is the set of names, judged in any order with Jaccard partial credit.
+the answer is the set of names, judged in any order. A wrong set gets partial credit for
+its Jaccard overlap above what naming every row of the table gets, so reading the query
+is the only way to earn it (v1's plain overlap gave every row's names up to 0.9).
 Difficulty grows the table (`difficulty_measure` = its rows) and the condition.
 
 Not guaranteed: only integer comparisons and string equality are modelled; there are
@@ -68,7 +70,7 @@ def _condition(rng: random.Random, leaves: int) -> Cond:
 class SqlSelect(AnswerDomain):
     """The names a generated SELECT ... WHERE query returns."""
 
-    id = "codeqa/sql-select-v1"
+    id = "codeqa/sql-select-v2"
     axes = Axes("code", "none", "single", "set_match")
     instructions = "Reply with the returned names only, comma-separated, in any order."
 
@@ -113,7 +115,10 @@ class SqlSelect(AnswerDomain):
         expected = set(task.answer.split(", "))
         overlap = len(expected & set(got)) / len(expected | set(got))
         ok = set(got) == expected
-        return verdict(ok, what, components={"format": 1.0, "jaccard": overlap}, reward=overlap, why=f"overlap {overlap:.2f}")  # fmt: skip
+        every_row = len(expected) / len(known)  # the overlap of naming the whole table
+        credit = max(0.0, overlap - every_row) / (1.0 - every_row) if every_row < 1 else 0.0
+        reward = 1.0 if ok else 0.5 * credit
+        return verdict(ok, what, components={"format": 1.0, "jaccard": overlap}, reward=reward, why=f"overlap {overlap:.2f}")  # fmt: skip
 
     def wrong(self, task: Task) -> list[str]:
         kept = task.answer.split(", ")

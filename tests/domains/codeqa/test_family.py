@@ -102,6 +102,19 @@ def test_sql_names_in_any_order_pass_and_unknown_names_fail() -> None:
     assert domain.judge(task, f"{task.answer}, Nobody").reward == 0.0
 
 
+def test_sql_naming_every_row_earns_nothing_and_a_near_miss_some_credit() -> None:
+    domain = SqlSelect()
+    for seed in range(10):
+        task = domain.generate(seed, 5)
+        everyone = ", ".join(r["name"] for r in task.meta["rows"])
+        if set(everyone.split(", ")) == set(task.answer.split(", ")):
+            continue  # the query keeps every row
+        assert domain.judge(task, everyone).reward == 0.0  # v1: the share of rows kept
+        if len(task.meta["others"]) > 1:  # one name more is not the whole table
+            near = domain.judge(task, f"{task.answer}, {task.meta['others'][0]}")
+            assert not near.passed and 0.0 < near.reward < 0.5
+
+
 def test_shell_output_accepts_uniq_padding_either_way() -> None:
     domain = ShellPipeline()
     task = next(t for t in (domain.generate(s, 5) for s in range(20)) if "uniq -c" in t.meta["pipeline"])  # fmt: skip
