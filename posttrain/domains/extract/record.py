@@ -11,8 +11,8 @@ rules), the reference (the gold record as JSON) and the verdict:
   keys, types and formats; else 0);
 - then each top-level field scores 1 or 0 by its kind: `text` fuzzy (ratio ≥ 0.9 after
   whitespace and case folding) with the same runs of digits (a house number, a floor, a
-  quantity in a description is a fact, not a slip: v2), `code`/`email` exact after case folding and removing
-  spaces, `phone` by its digits (exactly ten, after dropping a leading country code 1
+  quantity in a description is a fact, not a slip: v2), `code`/`email` exact after case
+  folding and removing spaces, `phone` by its digits (exactly ten, after dropping a leading country code 1
   from eleven), `number` equal to three decimals (`values_close`), `date`
   (YYYY-MM-DD), `month` (YYYY-MM or "present"), `time` (HH:MM), `integer`, `choice`
   and `boolean` exactly; a `list` field scores matched items / max(gold, predicted)
