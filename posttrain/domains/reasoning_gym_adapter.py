@@ -22,7 +22,8 @@ Excluded, with the reason: `EXCLUDED`. Five scorers evaluate the answer as code;
 answer must first pass a syntax check (`ANSWER_GATES`, `verify/safe_expr.py`); so must
 complex_arithmetic's (no NaN, which its scorer rewards: `NAN_GATED`), and three scorers that build
 the number written get no 4+ digit exponents or towers of powers (`HUGE_NUMBER_GATED`).
-coin_flip is scored here, not by its scorer, whose prefix credit passes "0" (`EXACT_NUMBER`).
+coin_flip is scored here, not by its scorer, whose prefix credit passes "0" (`EXACT_NUMBER`);
+four scorers that read the first answer and ignore the rest get exactly one (`FORMAT_GATES`).
 
 Not guaranteed: corruptions are generic (empty text, the answer changed by one
 character, another seed's answer), kept only when the generator's scorer rejects
@@ -35,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import json
 import re
 from collections.abc import Callable
 from fractions import Fraction
@@ -191,6 +193,40 @@ _HUGE_NUMBER = re.compile(r"[0-9.][eE][+-]?[0-9]{4,}|\*\*\s*\(?\s*([0-9]{4,}|[\w
 # complex_arithmetic scores min(1, exp(-distance)): a NaN distance would give 1.
 NAN_GATED = frozenset({"complex_arithmetic"})
 _NAN = re.compile("nan|inf", re.IGNORECASE)
+
+
+def _same_grid(text: str, item: dict[str, Any]) -> bool:
+    try:
+        got, gold = json.loads(text), json.loads(str(item["answer"]))
+    except (ValueError, RecursionError):
+        return False
+    shape = [len(row) if isinstance(row, list) else -1 for row in gold]
+    return isinstance(got, list) and [len(r) if isinstance(r, list) else -1 for r in got] == shape
+
+
+def _same_word_count(text: str, item: dict[str, Any]) -> bool:
+    return len(text.split()) == len(str(item["answer"]).split())
+
+
+def _one_fraction(text: str, item: dict[str, Any]) -> bool:
+    return len(_FRACTION.findall(text)) == 1
+
+
+def _numbers_only(text: str, item: dict[str, Any]) -> bool:
+    return all(_NUMBER.fullmatch(part.strip()) for part in text.split(","))
+
+
+_FRACTION = re.compile(r"\\d?frac\s*\{|\d+\s*/\s*\d+")
+_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+# Scorers that read the first answer and ignore what follows ("$22/149$ or $1/2$" passes
+# fraction_simplification): the reply must be exactly one answer in the generator's form.
+FORMAT_GATES: dict[str, Callable[[str, dict[str, Any]], bool]] = {
+    "fraction_simplification": _one_fraction,
+    "letter_jumble": _same_word_count,
+    "game_of_life": _same_grid,
+    "polynomial_equations": _numbers_only,
+}
+
 # Scorers whose partial credit rewards a wrong number: coin_flip's gives a prefix of the
 # answer's digits credit over the *shorter* string, so "0" (or any truncation) scores 1.0
 # on every probability below 1. Here the written number (a decimal or a fraction) passes
@@ -200,6 +236,7 @@ EXACT_NUMBER = {"coin_flip": 1e-4}
 VERSIONS = {
     "complex_arithmetic": 2,  # v2: NaN answers no longer pass
     "coin_flip": 2,  # v2: only the right probability passes (`EXACT_NUMBER`)
+    **{name: 2 for name in FORMAT_GATES},  # v2: one answer, nothing after it
 }
 MAX_EXPRESSION_CHARS = 2000  # with ** allowed, a long tower of powers would hang SymPy
 
@@ -287,6 +324,9 @@ class ReasoningGymDomain:
         gate = ANSWER_GATES.get(self.name)
         if gate is not None and not gate(text, item):
             return 0.0, "not a plain expression; its scorer would run it as code"
+        shape = FORMAT_GATES.get(self.name)
+        if shape is not None and not shape(text.strip(), item):
+            return 0.0, "not exactly one answer in the generator's form (text after it?)"
         if self.name in EXACT_NUMBER:
             return _exact_number(text, str(item["answer"]), EXACT_NUMBER[self.name]), None
         try:

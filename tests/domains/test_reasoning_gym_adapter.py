@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import pytest
+
 from posttrain.domains import get_domain
 from posttrain.domains.reasoning_gym_adapter import (
     EXCLUDED,
@@ -118,6 +120,26 @@ def test_coin_flip_passes_the_probability_alone_not_a_constant_or_a_truncation()
                 assert _judge("rg/coin_flip-v2", wrong, seed, 5).reward == 0.0, (task.answer, wrong)
         passed += _judge("rg/coin_flip-v2", "0", seed, 5).passed
     assert passed == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "extra"),
+    [
+        ("fraction_simplification", " or $\\dfrac{1}{2}$"),
+        ("letter_jumble", " or maybe something else entirely"),
+        ("game_of_life", "GRID"),
+        ("polynomial_equations", ", I am not sure, maybe 3.1"),
+    ],
+)
+def test_junk_after_a_right_answer_does_not_pass(name: str, extra: str) -> None:
+    # Each scorer reads the first answer and ignores the rest (v1 passed all of these).
+    domain = get_domain(f"rg/{name}-v2")
+    for seed in range(3):
+        task = domain.generate(seed, 5)
+        padded = task.answer[:-1] + ",[7,7]]" if extra == "GRID" else task.answer + extra
+        assert _judge(domain.id, task.answer, seed, 5).passed
+        verdict = _judge(domain.id, padded, seed, 5)
+        assert verdict.reward == 0.0 and "exactly one answer" in verdict.reason, padded
 
 
 def test_a_huge_exponent_scores_zero_without_hanging_the_scorer() -> None:
