@@ -55,6 +55,9 @@ def eval_command(
         return
     spec = EvalSpec(model, selectors, n, k, None, temperature, seed, concurrency, max_tokens,
                     levels, api_key_env)  # fmt: skip
+    if out is not None and out.exists() and not out.is_dir():  # before the evaluation runs
+        fail(f"--out {out} is a file; give a folder for results.json and report.html")
+        return
     try:
         doc = run_eval(spec)
     except Exception as exc:

@@ -187,7 +187,10 @@ def load_engine(spec: EvalSpec) -> tuple[Engine, Any, str]:
             checkpoint = resolve_checkpoint(path)
         except CheckpointNotFoundError as exc:
             raise EvalSpecError(str(exc)) from None
-        policy = load_model_dir(checkpoint)
+        try:
+            policy = load_model_dir(checkpoint)
+        except (OSError, ValueError) as exc:  # a damaged checkpoint: say which, in one line
+            raise EvalSpecError(f"cannot load checkpoint {checkpoint}: {exc}") from None
         described = str(checkpoint)
     else:
         try:

@@ -12,6 +12,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import yaml
 
@@ -94,7 +95,8 @@ def _read_traces(path: Path, r: RunFiles) -> None:
         r.notes["traces"] = "traces.sqlite is missing"
         return
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        # quoted: a `#`, `?` or `%` in the run's path would change the URI's meaning
+        conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
         try:
             r.rewards = [
                 (int(step), float(reward))

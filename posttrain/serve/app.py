@@ -14,8 +14,12 @@ template over `messages`, rendered and encoded exactly as the episode loop does
 the model run directly. One engine serves every client: calls are serialized by a
 lock and run in a worker thread, so the event loop keeps answering. Errors use
 OpenAI's JSON shape (`{"error": {"message", "type", "param", "code"}}`): 400 for a
-bad body (a lone surrogate in a text or stop string too), 401 for a missing or wrong
-API key, 404 for a model not served.
+bad body (a lone surrogate in a text or stop string too, a chat template that refuses
+the messages), 401 for a missing or wrong API key, 404 for a model not served, 413 for
+a body over `MAX_BODY_BYTES` (8 MiB; refused on its Content-Length before it is read),
+500 for anything unexpected. Prompts are rendered and tokenized in
+a worker thread too, after a quick refusal of messages over 32 characters per context
+token.
 
 `stream: true` sends text as it is sampled (`posttrain.serve.streaming`): the
 engine runs on a worker thread that holds the lock for the whole generation, and
@@ -35,7 +39,9 @@ family writes its tool calls as text (`<tool_call>{json}</tool_call>`) in
 end-of-turn token, nor the tokens of a cut stop string). `top_logprobs`, `seed`,
 penalties and other unknown fields are not honoured (unknown fields are ignored,
 `top_logprobs > 0` is refused). A logprob entry's `token`/`bytes` are the token
-decoded alone, which for a byte-level tokenizer may be a replacement character.
+decoded alone, which for a byte-level tokenizer may be a replacement character. A
+non-streamed request whose client gives up still runs to its end (a streamed one is
+abandoned), and the requests behind it wait for it.
 """
 
 from __future__ import annotations
@@ -68,6 +74,8 @@ if TYPE_CHECKING:
     from posttrain.models.loading import Policy
 
 DEFAULT_MAX_TOKENS = 256
+MAX_BODY_BYTES = 8 << 20  # a request body; larger ones are a 413 before being read
+CHARS_PER_TOKEN_MAX = 32  # messages longer than this many characters per context token: 400
 
 
 class _TextPart(BaseModel):
@@ -174,6 +182,12 @@ def create_app(
         response.headers.update(exc.headers or {})  # e.g. a 405's Allow
         return response
 
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:  # still OpenAI's shape
+        return ApiError(500, f"internal error: {type(exc).__name__}: {exc}").response()
+
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+
     def check_key(request: Request) -> None:
         if api_key is None:
             return
@@ -208,7 +222,25 @@ def create_app(
         check_model(body.model)
         messages = [m.to_message() for m in body.messages]
         _check_utf8(messages, body.stop)
-        prompt = encode(tokenizer, render(tokenizer, messages, add_generation_prompt=True))
+        chars = sum(len(m.content or "") for m in messages)
+        if max_context is not None and chars > CHARS_PER_TOKEN_MAX * max_context:
+            raise ApiError(  # far past the window: refused without tokenizing it
+                400,
+                f"the messages hold {chars} characters; the model's context is "
+                f"{max_context} tokens",
+                param="messages",
+                code="context_length_exceeded",
+            )
+
+        def prompt_ids() -> list[int]:  # in a worker: tokenizing a long prompt takes seconds
+            try:
+                return encode(tokenizer, render(tokenizer, messages, add_generation_prompt=True))
+            except Exception as exc:  # e.g. a template that needs alternating roles
+                raise ApiError(
+                    400, f"the chat template refused the messages: {exc}", param="messages"
+                ) from exc
+
+        prompt = await run_in_threadpool(prompt_ids)
         params = _sampling_params(body, len(prompt), max_context, default_max_tokens)
 
         request = GenerationRequest(prompt, params, messages=messages)
@@ -217,15 +249,16 @@ def create_app(
         if body.stream:
             return await stream(request, head, body)
 
-        def generate() -> list[Completion]:
+        def generate() -> tuple[list[Completion], list[Choice]]:
             with lock:
-                return engine.generate([request])[0]
+                completions = engine.generate([request])[0]
+            # Decoding each choice's text and logprobs is work too: not on the event loop.
+            return completions, [Choice.make(tokenizer, c, params.stop, end_ids) for c in completions]  # fmt: skip
 
         try:
-            completions = await run_in_threadpool(generate)
+            completions, choices = await run_in_threadpool(generate)
         except Exception as exc:  # the engine failed: say so in the API's shape, keep serving
             raise _generation_failed(exc) from exc
-        choices = [Choice.make(tokenizer, c, params.stop, end_ids) for c in completions]
         usage = {
             "prompt_tokens": len(prompt),
             "completion_tokens": sum(len(c.token_ids) for c in completions),
@@ -265,6 +298,40 @@ def create_app(
         return AbandoningStream(live, events)
 
     return app
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over `limit` bytes is a 413, refused on its
+    Content-Length before anything is read, else once the bytes read pass the limit
+    (chunked bodies). Pure ASGI, so streamed responses pass through untouched."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            response = ApiError(413, self._message(length.decode("latin-1"))).response()
+            await response(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Any:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:  # the app's handler for HTTP errors makes it JSON
+                    raise StarletteHTTPException(413, self._message(f"over {seen}"))
+            return message
+
+        await self.app(scope, counted, send)
+
+    def _message(self, length: str) -> str:
+        return f"the body takes {length} bytes; at most {self.limit} are accepted"
 
 
 class AbandoningStream(StreamingResponse):

@@ -230,11 +230,21 @@ class TraceReader:
         return int(known)
 
     def rollout(self, rollout_id: str) -> tuple[str, Rollout] | None:
-        """(stage, rollout) of `rollout_id`, or None when the store has no such id."""
+        """(stage, rollout) of `rollout_id`, or None when the store has no such id.
+        Raises `UnreadableRollout` when its stored JSON is not a rollout."""
         with closing(open_traces_readonly(self.path)) as conn:
             sql = "SELECT stage, json FROM rollouts WHERE id = ?"
             found = conn.execute(sql, (rollout_id,)).fetchone()
-        return None if found is None else (found[0], Rollout.from_json(found[1]))
+        if found is None:
+            return None
+        try:
+            return found[0], Rollout.from_json(found[1])
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise UnreadableRollout(f"rollout {rollout_id!r}: unreadable JSON ({exc!r})") from None
+
+
+class UnreadableRollout(ValueError):
+    """A stored rollout whose JSON does not revive (a store written by other code)."""
 
 
 def _row(found: tuple[Any, ...]) -> Row:

@@ -54,6 +54,7 @@ from posttrain.serve.trace_reader import (
     RolloutFilter,
     TraceReader,
     TraceViewerError,
+    UnreadableRollout,
     cell_name,
     int_param,
     open_traces_readonly,
@@ -133,7 +134,12 @@ def create_viewer(run_dir: str | Path, page_size: int = PAGE_SIZE) -> FastAPI:
     @app.get("/rollout/{rollout_id:path}", response_class=HTMLResponse)
     def detail(rollout_id: str, request: Request) -> Response:
         filt, _ = parse(request)
-        found = reader.rollout(rollout_id)
+        try:
+            found = reader.rollout(rollout_id)
+        except UnreadableRollout as exc:
+            return HTMLResponse(
+                _message_page("Rollout unreadable", str(exc), filt), status_code=500
+            )
         if found is None:
             text = f"no rollout with id {rollout_id!r} in run {run.name}"
             return HTMLResponse(_message_page("Rollout not found", text, filt), status_code=404)
@@ -147,7 +153,10 @@ def create_viewer(run_dir: str | Path, page_size: int = PAGE_SIZE) -> FastAPI:
 
     @app.get("/api/rollouts/{rollout_id:path}")
     def api_one(rollout_id: str) -> Response:
-        found = reader.rollout(rollout_id)
+        try:
+            found = reader.rollout(rollout_id)
+        except UnreadableRollout as exc:
+            return _JSONResponse({"error": str(exc)}, status_code=500)
         if found is None:
             return _JSONResponse({"error": f"no rollout with id {rollout_id!r}"}, status_code=404)
         return _JSONResponse({"stage": found[0], "rollout": found[1].to_dict()})

@@ -207,3 +207,24 @@ def test_a_hand_edited_config_yaml_of_the_wrong_type_is_named(
 )
 def test_results_folders_are_named_for_the_model_and_endpoint(model: str, slug: str) -> None:
     assert _slug(model) == slug
+
+
+def test_a_damaged_checkpoint_is_named_in_one_line(tmp_path: Path) -> None:
+    from posttrain.store.atomic import COMPLETE_MARKER
+    from posttrain.store.run_dir import RunDir
+
+    run = RunDir.create(tmp_path, "damaged")
+    checkpoint = run.checkpoint_path("grpo")
+    checkpoint.mkdir()
+    (checkpoint / "config.json").write_text("{not json")
+    (checkpoint / COMPLETE_MARKER).touch()
+    res = runner.invoke(app, ["eval", str(run.path), "--domains", "arith/addition-v1", "--n", "1"])
+    assert res.exit_code == 2 and f"cannot load checkpoint {checkpoint}" in res.output
+
+
+def test_an_out_path_that_is_a_file_is_refused_before_evaluating(tmp_path: Path) -> None:
+    taken = tmp_path / "results"
+    taken.write_text("")
+    args = ["eval", "tiny", "--domains", "arith/addition-v1", "--n", "1", "--out", str(taken)]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2 and "is a file" in res.output

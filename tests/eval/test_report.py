@@ -308,3 +308,13 @@ def test_a_malformed_results_file_costs_its_section_not_the_report(full_run: Run
     html = _report(full_run)
     assert '<section id="matrix">' in html and "This section failed" in html
     assert "checkpoints" in _series(html)
+
+
+@pytest.mark.parametrize("name", ["exp#1", "exp?x", "exp%41"])
+def test_a_run_path_with_uri_characters_keeps_its_trace_sections(tmp_path: Path, name: str) -> None:
+    from posttrain.eval.report_run import load_run
+
+    run = _full_run(tmp_path / name)  # once read as a SQLite URI: 'no such table'
+    files = load_run(run)
+    assert "traces" not in files.notes and len(files.rewards) == GRPO_STEPS * 4
+    assert sorted(p.name for p in (tmp_path).iterdir()) == [name]  # no stray database

@@ -212,6 +212,51 @@ def test_a_request_beyond_the_context_is_a_400(client: openai.OpenAI) -> None:
         client.chat.completions.create(model="tiny", messages=USER, max_tokens=600)
 
 
+def test_messages_far_past_the_context_are_refused_before_tokenizing(client: openai.OpenAI) -> None:
+    long = [{"role": "user", "content": "x" * (32 * 512 + 1)}]  # 32 characters per token
+    with pytest.raises(openai.BadRequestError, match="16385 characters; the model's context"):
+        client.chat.completions.create(model="tiny", messages=long, max_tokens=2)
+
+
+def test_a_body_over_the_limit_is_a_413_before_it_is_read_or_its_key_checked(
+    policy: Any,
+) -> None:
+    engine = HFEngine(policy.model, policy.tokenizer, seed=0)
+    app = create_app(engine, policy.tokenizer, "tiny", max_context=512, api_key="sekret")
+    big = b'{"model": "tiny", "messages": [' + b" " * (8 << 20) + b"]}"
+    with run_in_thread(app) as running:
+        url = f"{running.base_url}/chat/completions"
+        response = httpx.post(url, content=big, timeout=30)
+        assert response.status_code == 413, response.text
+        assert "at most 8388608 are accepted" in response.json()["error"]["message"]
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it is read
+            yield from (big[i : i + (1 << 20)] for i in range(0, len(big), 1 << 20))
+
+        headers = {"Authorization": "Bearer sekret"}
+        response = httpx.post(url, content=chunks(), headers=headers, timeout=30)
+        assert response.status_code == 413, response.text
+        assert response.json()["error"]["message"].startswith("the body takes over")
+
+
+def test_a_chat_template_that_refuses_the_messages_is_a_400(policy: Any) -> None:
+    class Strict:  # a template that needs user/assistant turns to alternate
+        def __getattr__(self, name: str) -> Any:
+            return getattr(policy.tokenizer, name)
+
+        def apply_chat_template(self, *args: Any, **kwargs: Any) -> Any:
+            raise ValueError("Conversation roles must alternate user/assistant/user/...")
+
+    engine = HFEngine(policy.model, policy.tokenizer, seed=0)
+    app = create_app(engine, Strict(), "tiny", max_context=512)
+    with run_in_thread(app) as running:
+        body = {"model": "tiny", "messages": USER + USER, "max_tokens": 2}
+        response = httpx.post(f"{running.base_url}/chat/completions", json=body, timeout=30)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["param"] == "messages" and "roles must alternate" in error["message"]
+
+
 def test_a_tool_conversation_renders_as_the_episode_loop_renders_it(
     client: openai.OpenAI, policy: Any
 ) -> None:

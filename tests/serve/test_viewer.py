@@ -362,3 +362,19 @@ def test_pages_and_json_show_rollouts_stored_with_lone_surrogates(tmp_path: Path
     assert [r["error"] for r in listed.json()["rows"]] == [None, "session failed on \udfff"]
     one = client.get("/api/rollouts/surr")
     assert one.status_code == 200 and Rollout.from_dict(one.json()["rollout"]) == bad
+
+
+def test_a_row_whose_json_is_not_a_rollout_is_named_not_a_bare_500(run: RunDir) -> None:
+    import sqlite3
+
+    with sqlite3.connect(run.traces_path) as conn:  # written by other code
+        conn.execute(
+            "INSERT INTO rollouts VALUES ('bad', 't', 'arith/addition-v1', 'grpo', 1, 0.0, 0, ?, 0.0)",
+            ('{"id": "bad", "verdict": {"reason": "x"}, "difficulty": 1}',),
+        )
+    client = TestClient(create_viewer(run.path))
+    page = client.get("/rollout/bad")
+    assert page.status_code == 500 and "unreadable JSON" in page.text
+    api = client.get("/api/rollouts/bad")
+    assert api.status_code == 500 and "unreadable JSON" in api.json()["error"]
+    assert client.get("/").status_code == 200  # the list still shows the rest
