@@ -40,12 +40,13 @@ end-of-turn token, nor the tokens of a cut stop string). `top_logprobs`, `seed`,
 penalties and other unknown fields are not honoured (unknown fields are ignored,
 `top_logprobs > 0` is refused). A logprob entry's `token`/`bytes` are the token
 decoded alone, which for a byte-level tokenizer may be a replacement character. A
-non-streamed request whose client gives up still runs to its end (a streamed one is
-abandoned), and the requests behind it wait for it.
+request whose client gives up (a streamed or a non-streamed one) is abandoned at its
+next token, so the requests behind it do not wait for text nobody reads.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import threading
 import time
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
     from posttrain.models.loading import Policy
 
 DEFAULT_MAX_TOKENS = 256
+DISCONNECT_POLL_S = 0.25  # how often a non-streamed request checks its client is still there
 MAX_BODY_BYTES = 8 << 20  # a request body; larger ones are a 413 before being read
 CHARS_PER_TOKEN_MAX = 32  # messages longer than this many characters per context token: 400
 
@@ -218,7 +220,7 @@ def create_app(
         return card
 
     @app.post("/v1/chat/completions", dependencies=[Depends(check_key)], response_model=None)
-    async def chat_completions(body: ChatRequest) -> JSONResponse | StreamingResponse:
+    async def chat_completions(body: ChatRequest, raw: Request) -> JSONResponse | StreamingResponse:
         check_model(body.model)
         messages = [m.to_message() for m in body.messages]
         _check_utf8(messages, body.stop)
@@ -249,16 +251,14 @@ def create_app(
         if body.stream:
             return await stream(request, head, body)
 
-        def generate() -> tuple[list[Completion], list[Choice]]:
-            with lock:
-                completions = engine.generate([request])[0]
-            # Decoding each choice's text and logprobs is work too: not on the event loop.
-            return completions, [Choice.make(tokenizer, c, params.stop, end_ids) for c in completions]  # fmt: skip
+        completions = await finished(
+            LiveGeneration(engine, lock, request, report_tokens=False), raw
+        )
 
-        try:
-            completions, choices = await run_in_threadpool(generate)
-        except Exception as exc:  # the engine failed: say so in the API's shape, keep serving
-            raise _generation_failed(exc) from exc
+        def make_choices() -> list[Choice]:  # decoding text and logprobs: not on the loop
+            return [Choice.make(tokenizer, c, params.stop, end_ids) for c in completions]
+
+        choices = await run_in_threadpool(make_choices)
         usage = {
             "prompt_tokens": len(prompt),
             "completion_tokens": sum(len(c.token_ids) for c in completions),
@@ -273,6 +273,27 @@ def create_app(
                 "system_fingerprint": None,
             }
         )
+
+    async def finished(live: LiveGeneration, raw: Request) -> list[Completion]:
+        """The completions of a non-streamed request; a client that leaves while it
+        generates (an SDK's timeout) abandons it, so the requests behind do not wait."""
+        waiting = asyncio.ensure_future(live.next())
+        try:
+            while True:
+                done, _ = await asyncio.wait({waiting}, timeout=DISCONNECT_POLL_S)
+                if done:
+                    break
+                if await raw.is_disconnected():
+                    live.abandon()
+                    raise ApiError(499, "the client closed the connection")
+        finally:
+            if not waiting.done():
+                waiting.cancel()
+        event = waiting.result()
+        if event[0] == "error":  # the engine failed: say so in the API's shape, keep serving
+            raise _generation_failed(event[1]) from event[1]
+        completions: list[Completion] = event[1]
+        return completions
 
     async def stream(
         request: GenerationRequest, head: dict[str, Any], body: ChatRequest

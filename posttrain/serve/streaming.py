@@ -175,8 +175,17 @@ class LiveGeneration:
     """One request generating on a worker thread under `lock`; its events, in order,
     come out of `next()` on the event loop that created it."""
 
-    def __init__(self, engine: Engine, lock: threading.Lock, request: GenerationRequest) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        lock: threading.Lock,
+        request: GenerationRequest,
+        report_tokens: bool = True,
+    ) -> None:
+        """`report_tokens=False`: only the end ("done" or "error") comes out of `next()`,
+        while `abandon()` still stops the generation at its next token."""
         self.engine, self.lock, self.request = engine, lock, request
+        self.report_tokens = report_tokens
         self.loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue[Event] = asyncio.Queue()
         self.abandoned = threading.Event()
@@ -209,7 +218,8 @@ class LiveGeneration:
     def _on_token(self, _request: int, sample: int, token: int, logprob: float) -> None:
         if self.abandoned.is_set():
             raise _Abandoned
-        self._put(("token", sample, token, logprob))
+        if self.report_tokens:
+            self._put(("token", sample, token, logprob))
 
     def _put(self, event: Event) -> None:
         try:

@@ -489,6 +489,30 @@ def test_a_client_gone_before_the_first_chunk_abandons_the_generation(policy: An
     assert again.status_code == 200 and engine.outcome == "finished"
 
 
+def test_a_client_that_gives_up_on_a_non_streamed_request_abandons_it(policy: Any) -> None:
+    """An SDK's timeout closes the connection; the engine stops at its next token and the
+    next request is answered at once instead of after the orphaned generation."""
+    engine = HeldEngine(HFEngine(policy.model, policy.tokenizer, seed=0))
+    app = create_app(engine, policy.tokenizer, "tiny", max_context=512)
+    with run_in_thread(app) as running:
+        body = {"model": "tiny", "messages": USER, "temperature": 0, "max_tokens": 200}
+        url = f"{running.base_url}/chat/completions"
+
+        def give_up() -> None:
+            with contextlib.suppress(httpx.TimeoutException):
+                httpx.post(url, json=body, timeout=0.5)
+
+        leaving = threading.Thread(target=give_up)
+        leaving.start()
+        assert engine.entered.wait(10)
+        engine.go.set()
+        leaving.join(10)
+        assert engine.ended.wait(10)  # 200 tokens at 20 ms each would take 4 s
+        assert engine.outcome == "abandoned"
+        again = httpx.post(url, json={**body, "max_tokens": 2}, timeout=30)
+        assert again.status_code == 200, again.text
+
+
 def test_a_stream_never_started_still_abandons_the_generation(policy: Any) -> None:
     """Under a server whose `send` raises on a closed connection, the response fails at
     its start and `sse_events` is never iterated: `AbandoningStream` stops the worker."""
