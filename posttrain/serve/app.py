@@ -256,7 +256,10 @@ def create_app(
         )
 
         def make_choices() -> list[Choice]:  # decoding text and logprobs: not on the loop
-            return [Choice.make(tokenizer, c, params.stop, end_ids) for c in completions]
+            return [
+                Choice.make(tokenizer, c, params.stop, end_ids, logprobs=bool(body.logprobs))
+                for c in completions
+            ]
 
         choices = await run_in_threadpool(make_choices)
         usage = {

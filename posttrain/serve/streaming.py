@@ -6,8 +6,9 @@ no longer change: a trailing U+FFFD (a multi-byte character still missing bytes)
 waits for its last byte, and a tail that could be the start of a stop string waits
 until it is known not to be one. Nothing at or past a stop string is ever sent and
 end-of-turn tokens are not text. The non-streamed answer (`Choice.make`) feeds the
-finished completion through the same class, so streamed deltas concatenate to the
-non-streamed `content`, and streamed logprob entries to its `logprobs.content`.
+finished completion through the same class when logprobs are asked for (else it only
+cuts the text at its stop string), so streamed deltas concatenate to the non-streamed
+`content`, and streamed logprob entries to its `logprobs.content`.
 
     live = LiveGeneration(engine, lock, request)      # starts a worker thread
     first = await live.next()                          # ("token", ...), ("done", ...) or ("error", ...)
@@ -21,8 +22,9 @@ samples; any other engine streams its finished completions.
 Not guaranteed: a tokenizer whose decoding of a prefix is not a prefix of the
 decoding of a longer sequence (beyond a trailing U+FFFD) could make the streamed text
 differ from the non-streamed one; byte-level tokenizers (the built-in one, SmolLM2)
-are prefix-stable. Each token re-decodes the whole prefix (quadratic in the length,
-negligible next to the model at these sizes). A client that disconnects makes the
+are prefix-stable. Each token re-decodes the whole prefix: quadratic in the length
+(4,000 tokens took 1.5 s here), paid by a stream and by a non-streamed request asking
+for logprobs, on a worker thread for the latter. A client that disconnects makes the
 worker abandon generation at its next token (HFEngine) or when it finishes (other
 engines); the lock is released either way.
 """
@@ -32,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import os
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -66,20 +69,19 @@ class SampleText:
         self.tokenizer, self.stop, self.end_ids = tokenizer, stop, end_ids
         self.ids: list[int] = []
         self.sent = ""  # the text already handed out
-        self.decoded = 0  # length of the decoded prefix, without a trailing U+FFFD
+        self.full = ""  # the decode of `ids`, a trailing U+FFFD included
         self.stopped = False  # a stop string was seen: nothing more will be sent
-        # logprob entries not handed out yet, each with where its token's text starts
-        self.pending: list[tuple[int, Entry]] = []
+        # logprob entries not handed out yet, each with the decode of the tokens before it
+        self.pending: list[tuple[str, Entry]] = []
 
     def push(self, token: int, logprob: float) -> tuple[str, list[Entry]]:
         """Feed one sampled token; returns (new text, logprob entries) to send, maybe empty."""
         if self.stopped or token in self.end_ids:
             return "", []
-        self.pending.append((self.decoded, self._entry(token, logprob)))
+        self.pending.append((self.full, self._entry(token, logprob)))
         self.ids.append(token)
-        text = str(self.tokenizer.decode(self.ids, skip_special_tokens=False))
-        text = text.rstrip(REPLACEMENT)
-        self.decoded = len(text)
+        self.full = str(self.tokenizer.decode(self.ids, skip_special_tokens=False))
+        text = self.full.rstrip(REPLACEMENT)
         cut = cut_at_stop(text, self.stop)
         if cut is not None:
             self.stopped, text = True, text[:cut]
@@ -97,9 +99,20 @@ class SampleText:
         return self._hand_out(final_text)
 
     def _hand_out(self, text: str) -> tuple[str, list[Entry]]:
+        """`text`'s new part and the entries of the tokens whose text starts inside it. A
+        token starts where the decode before it stops agreeing with the current one: a
+        byte that completed a character starts at that character, and one after an
+        invalid byte (a U+FFFD for good) after it."""
         delta, self.sent = text[len(self.sent) :], text
-        entries = [entry for start, entry in self.pending if start < len(text)]
-        self.pending = [(start, entry) for start, entry in self.pending if start >= len(text)]
+        keep: list[tuple[str, Entry]] = []
+        entries: list[Entry] = []
+        for before, entry in self.pending:
+            start = len(os.path.commonprefix([before, self.full]))
+            if start < len(text):
+                entries.append(entry)
+            else:
+                keep.append((before, entry))
+        self.pending = keep
         return delta, entries
 
     def _hold_from(self, text: str) -> int:
@@ -134,17 +147,23 @@ class Choice:
 
     @classmethod
     def make(
-        cls, tokenizer: Any, completion: Completion, stop: tuple[str, ...], end_ids: frozenset[int]
+        cls,
+        tokenizer: Any,
+        completion: Completion,
+        stop: tuple[str, ...],
+        end_ids: frozenset[int],
+        logprobs: bool = True,
     ) -> Choice:
         text, reason = completion.text, completion.finish_reason
         cut = cut_at_stop(text, stop)
         if cut is not None:
             text, reason = text[:cut], "stop"
-        sample = SampleText(tokenizer, stop, end_ids)
         entries: list[Entry] = []
-        for token, logprob in zip(completion.token_ids, completion.logprobs, strict=False):
-            entries += sample.push(token, logprob)[1]
-        entries += sample.finish(text)[1]
+        if logprobs:  # a decode per token: only when the entries are asked for
+            sample = SampleText(tokenizer, stop, end_ids)
+            for token, logprob in zip(completion.token_ids, completion.logprobs, strict=False):
+                entries += sample.push(token, logprob)[1]
+            entries += sample.finish(text)[1]
         return cls(text, "length" if reason == "length" else "stop", entries)
 
     def as_json(self, index: int, logprobs: bool) -> dict[str, Any]:
@@ -273,7 +292,7 @@ async def sse_events(
             return
         completions: list[Completion] = current[1]
         for i, completion in enumerate(completions):
-            choice = Choice.make(tokenizer, completion, params.stop, end_ids)
+            choice = Choice.make(tokenizer, completion, params.stop, end_ids, logprobs=False)
             text, entries = samples[i].finish(choice.text)
             if text or entries:
                 yield content(i, text, entries)

@@ -569,3 +569,15 @@ def test_text_that_may_begin_a_stop_string_is_held_back(policy: Any) -> None:
     deltas = feed(policy.tokenizer, "ab xy, xyz tail", stop=("xyz",))
     assert deltas[:6] == ["a", "b", " ", "", "", "xy,"]  # "x", "xy" wait; "xy," cannot stop
     assert "".join(deltas) == "ab xy, "
+
+
+def test_a_token_after_an_invalid_byte_starts_after_it(policy: Any) -> None:
+    """Its text once started before the U+FFFD that stays one (an invalid byte), so the
+    token of a cut stop string got a logprob entry."""
+    tok = policy.tokenizer  # byte-level: token id b is byte b
+    ids = [ord("x"), 0x80, ord("S"), ord("z")]
+    sample = SampleText(tok, ("S",), frozenset())
+    entries = [e for token in ids for e in sample.push(token, -1.0)[1]]
+    text = tok.decode(ids[:2])
+    entries += sample.finish(text)[1]
+    assert text.endswith("\ufffd") and len(entries) == 2  # x and the invalid byte, not S
