@@ -1,5 +1,5 @@
 """Cited extraction: every field comes with a verbatim quote from the document.
-`extract/lease-cited-v1`, `extract/incident-report-cited-v1`, `extract/acquisition-cited-v1`.
+`extract/lease-cited-v2`, `extract/incident-report-cited-v2`, `extract/acquisition-cited-v2`.
 
 The answer gives each field as `{"value": ..., "quote": ...}`; `CitedDomain` (in
 `record.py`) scores a field 1 only when the value matches and the quote (≤ 100

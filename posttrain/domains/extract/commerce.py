@@ -1,5 +1,5 @@
-"""Commerce documents to JSON: `extract/invoice-v1`, `extract/receipt-v1`,
-`extract/shipping-notice-v1`.
+"""Commerce documents to JSON: `extract/invoice-v2`, `extract/receipt-v2`,
+`extract/shipping-notice-v2`.
 
 Each domain writes one document and asks for its record (see `record.py` for the
 prompt and the scoring). What difficulty adds, per domain:

@@ -1,5 +1,5 @@
-"""Documents about events to JSON: `extract/invitation-v1`, `extract/appointment-letter-v1`,
-`extract/meeting-minutes-v1`.
+"""Documents about events to JSON: `extract/invitation-v2`, `extract/appointment-letter-v2`,
+`extract/meeting-minutes-v2`.
 
 Each domain writes one document and asks for its record (see `record.py` for the
 prompt and the scoring). What difficulty adds, per domain:

@@ -1,4 +1,4 @@
-"""Bank statements to JSON: `extract/bank-statement-v1`, a list of signed transactions.
+"""Bank statements to JSON: `extract/bank-statement-v2`, a list of signed transactions.
 
 The document is a statement with a running-balance table ("Money out" / "Money in"
 columns, rows dated without the year); the record asks for the holder, the account's

@@ -1,5 +1,5 @@
-"""Documents about people to JSON: `extract/contact-signature-v1`, `extract/job-posting-v1`,
-`extract/resume-v1`.
+"""Documents about people to JSON: `extract/contact-signature-v2`, `extract/job-posting-v2`,
+`extract/resume-v2`.
 
 Each domain writes one document and asks for its record (see `record.py` for the
 prompt and the scoring). What difficulty adds, per domain:
