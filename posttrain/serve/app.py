@@ -17,9 +17,8 @@ OpenAI's JSON shape (`{"error": {"message", "type", "param", "code"}}`): 400 for
 bad body (a lone surrogate in a text or stop string too, a chat template that refuses
 the messages), 401 for a missing or wrong API key, 404 for a model not served, 413 for
 a body over `MAX_BODY_BYTES` (8 MiB; refused on its Content-Length before it is read),
-500 for anything unexpected. Prompts are rendered and tokenized in
-a worker thread too, after a quick refusal of messages over 32 characters per context
-token.
+500 for anything unexpected. Prompts are rendered and tokenized in a worker thread
+too, after a quick refusal of messages over 32 characters per context token.
 
 `stream: true` sends text as it is sampled (`posttrain.serve.streaming`): the
 engine runs on a worker thread that holds the lock for the whole generation, and
@@ -290,8 +289,9 @@ def create_app(
                     live.abandon()
                     raise ApiError(499, "the client closed the connection")
         finally:
-            if not waiting.done():
+            if not waiting.done():  # left without its end (gone, or cancelled): stop it
                 waiting.cancel()
+                live.abandon()
         event = waiting.result()
         if event[0] == "error":  # the engine failed: say so in the API's shape, keep serving
             raise _generation_failed(event[1]) from event[1]
