@@ -60,7 +60,7 @@ class TokenizerCounter:
 
     def _encoder(self) -> Any:
         backend = self._backend
-        if backend is None or (backend.truncation is None and backend.padding is None):
+        if backend is None or _plain(backend):  # checked per call: a later call may set them
             return backend
         if self._plain is None:
             self._plain = plain_backend(self.tokenizer)
@@ -86,12 +86,16 @@ def plain_backend(tokenizer: Any) -> Any | None:
     which would cap or pad every count; such a backend is copied (~0.1 s for a 49k
     vocabulary) and the copy's are switched off, the tokenizer's own are left alone."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None or (backend.truncation is None and backend.padding is None):
+    if backend is None or _plain(backend):
         return backend
     plain = copy.deepcopy(backend)
     plain.no_truncation()
     plain.no_padding()
     return plain
+
+
+def _plain(backend: Any) -> bool:
+    return backend.truncation is None and backend.padding is None
 
 
 def token_counter(tokenizer: Any | None) -> TokenCounter:

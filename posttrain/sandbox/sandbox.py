@@ -55,19 +55,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import time
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, overload
 
-from posttrain.sandbox import layers
+from posttrain.sandbox import launcher, layers
 from posttrain.sandbox.cgroups import SandboxCgroups
 from posttrain.sandbox.inside.framing import encode_frame, recv_frame
-from posttrain.sandbox.inside.tasks import descendants, wait_exited
+from posttrain.sandbox.inside.tasks import descendants
 from posttrain.sandbox.results import (
     ExecResult,
     SandboxCleanupError,
@@ -172,14 +170,8 @@ class Sandbox:
             )
             argv = self._cgroups.join_prefix() + argv
         try:
-            # Started from a thread that lives as long as the process: bwrap's
-            # --die-with-parent follows the *thread* that forked it, so a sandbox started
-            # from a short-lived thread (a tool call's, a pool's) would die with it.
-            self._proc = _LAUNCHER.submit(
-                subprocess.Popen, argv, pass_fds=pass_fds, env=env, start_new_session=True,
-                cwd=layers.INSIDE_DIR.parent if self.mode != "bwrap" else "/",
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            ).result()  # fmt: skip
+            cwd = layers.INSIDE_DIR.parent if self.mode != "bwrap" else "/"
+            self._proc = launcher.popen(argv, pass_fds, env, cwd)
         finally:
             theirs.close()
             if seccomp_fd >= 0:
@@ -213,24 +205,8 @@ class Sandbox:
             self._proc, self._cgroups, self._host_dir, self._uid = None, None, None, None
             return ""
         if self._proc is not None:
-            tree = descendants(self._proc.pid)
-            # Kill the namespace's init first: the kernel takes every process in the pid
-            # namespace with it and the launcher reaps it, so nothing is left as a zombie.
-            victims = tree[1:2] if self.mode != "none" else tree[1:]
-            for pid in victims:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=2)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            try:
-                _, stderr = self._proc.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            stderr = launcher.stop_tree(self._proc, init_only=self.mode != "none")
             self._proc = None
-            wait_exited(tree[1:], timeout=5.0)
         if self._cgroups is not None:
             with contextlib.suppress(SandboxCleanupError):  # its processes got SIGKILL; go on
                 self._cgroups.close()
@@ -477,18 +453,6 @@ class Sandbox:
             sandbox.close()
             raise
         return sandbox
-
-
-def _new_launcher() -> None:
-    """One idle worker thread for the whole process (ThreadPoolExecutor keeps it until exit).
-    A forked child gets a new one: the parent's thread does not exist there."""
-    global _LAUNCHER
-    _LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-launcher")
-
-
-_LAUNCHER: ThreadPoolExecutor
-_new_launcher()
-os.register_at_fork(after_in_child=_new_launcher)
 
 
 def _encode(req: dict[str, Any], payload: bytes) -> bytes:
