@@ -20,8 +20,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from posttrain.engines.base import SamplingParams
 from posttrain.types import Message, utf8_encodable
 
+# Every request model is strict, as OpenAI's API is: `"max_tokens": "3"` or
+# `"stream": "true"` is a 400 naming the field, not silently coerced (an int is still
+# a valid float).
+_STRICT = ConfigDict(extra="ignore", strict=True)
+
 
 class _TextPart(BaseModel):
+    model_config = _STRICT
     type: Literal["text"]
     text: str
 
@@ -29,7 +35,7 @@ class _TextPart(BaseModel):
 class ChatMessage(BaseModel):
     """One request message; `content` is a string (or a list of text parts)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = _STRICT
     role: Literal["system", "user", "assistant", "tool"]
     content: str | list[_TextPart] | None = None
     name: str | None = None
@@ -41,13 +47,14 @@ class ChatMessage(BaseModel):
 
 
 class _StreamOptions(BaseModel):
+    model_config = _STRICT
     include_usage: bool = False
 
 
 class ChatRequest(BaseModel):
     """The body of `POST /v1/chat/completions` (the fields this server honours)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = _STRICT
     model: str
     messages: list[ChatMessage] = Field(min_length=1)
     n: int = Field(1, ge=1, le=128)

@@ -167,6 +167,26 @@ def test_a_bad_body_is_a_400_naming_the_field(server: RunningServer) -> None:
 
 
 @pytest.mark.parametrize(
+    ("field", "value"),
+    [("max_tokens", "3"), ("stream", "true"), ("n", 2.5), ("temperature", True), ("logprobs", 1)],
+)
+def test_a_field_of_the_wrong_json_type_is_a_400_not_coerced(
+    server: RunningServer, field: str, value: Any
+) -> None:
+    # pydantic's default (lax) mode took "3" as 3 and "true" as True; OpenAI's API refuses both.
+    body = {"model": "tiny", "messages": USER, "max_tokens": 3, field: value}
+    response = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=30)
+    assert response.status_code == 400, response.text
+    assert field in response.json()["error"]["message"]
+
+
+def test_an_integer_temperature_is_still_a_number(server: RunningServer) -> None:
+    body = {"model": "tiny", "messages": USER, "max_tokens": 3, "temperature": 0}
+    response = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=30)
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize(
     ("field", "body"),
     [
         ("messages.0.content", '"messages": [{"role": "user", "content": "a\\ud800"}]'),
