@@ -84,6 +84,11 @@ class DPOConfig(_Strict):
             *(["dpo.loss=ipo"] if self.loss == "ipo" else []),
             *([f"dpo.label_smoothing={self.label_smoothing}"] if self.label_smoothing else []),
         ]
+        if self.loss == "ipo" and self.label_smoothing:
+            raise ValueError(
+                f"dpo.label_smoothing={self.label_smoothing} is for the sigmoid and robust "
+                "losses; dpo.loss=ipo has none"
+            )
         if self.positive_lambda > 0 and clash:
             raise ValueError(
                 f"dpo.positive_lambda={self.positive_lambda} (DPOP) needs a reference, the "

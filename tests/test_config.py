@@ -120,6 +120,12 @@ def test_dpo_positive_with_a_clashing_setting_names_both_fields(other: str) -> N
     assert "dpo.positive_lambda=5.0" in str(info.value) and other in str(info.value)
 
 
+def test_ipo_with_label_smoothing_is_refused_naming_both() -> None:
+    # It had been accepted and the smoothing silently ignored.
+    with pytest.raises(ConfigError, match="dpo.label_smoothing=0.1.*dpo.loss=ipo"):
+        load_config(None, ["dpo.loss=ipo", "dpo.label_smoothing=0.1"])
+
+
 def test_an_empty_domain_list_is_refused() -> None:
     with pytest.raises(ConfigError, match="domains"):
         load_config(None, ["domains=[]"])

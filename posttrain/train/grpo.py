@@ -41,6 +41,7 @@ from posttrain.train.losses import (
     grpo_advantages,
     grpo_loss,
     micro_batch_weight,
+    rewards_differ,
     rloo_advantages,
 )
 from posttrain.train.mixture import TaskSampler
@@ -303,7 +304,7 @@ def train_grpo(
             truncated = [cut_off(r) for r in rollouts]
             if cfg.overlong_filter:  # DAPO: a cut-off answer's reward says little about its tokens
                 keep = [i for i in keep if not truncated[i]]
-            spread = group_spread(rewards, cfg.group_size)  # [B]
+            spread = group_spread(rewards, cfg.group_size, torch.tensor(scored))  # [B]
 
             # 3. Policy update on the kept rollouts.
             t1 = time.perf_counter()
@@ -468,7 +469,7 @@ def trained_reward(rollout: Rollout, component: str | None = None) -> float:
 def has_spread(group: list[Rollout], component: str | None = None) -> bool:
     """Whether a group's trained rewards differ (else a group baseline gives it no
     gradient); a rollout that was not scored has no reward to compare."""
-    return len({trained_reward(r, component) for r in group if r.scored}) > 1
+    return rewards_differ([trained_reward(r, component) for r in group if r.scored])
 
 
 def select_groups(

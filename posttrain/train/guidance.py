@@ -51,6 +51,7 @@ from posttrain.train.batches import (
     token_budget_split,
     trained_completion_length,
 )
+from posttrain.train.losses import rewards_differ
 from posttrain.types import Rollout, Task, Turn
 
 Group = tuple[Task, list[Rollout]]
@@ -67,8 +68,8 @@ def is_reference(rollout: Rollout) -> bool:
 def all_failed(group: Sequence[Rollout], reward: RewardFn) -> bool:
     """Whether every scored rollout of `group` got the same reward below 1 (and one at
     least was scored): a group with no spread that a passing reference could give some."""
-    values = {reward(r) for r in group if r.scored}
-    return len(values) == 1 and next(iter(values)) < 1.0
+    values = [reward(r) for r in group if r.scored]
+    return bool(values) and not rewards_differ(values) and float(torch.tensor(values[0])) < 1.0
 
 
 @dataclass

@@ -24,6 +24,8 @@ logits the model already produced.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
@@ -97,7 +99,8 @@ def dpo_loss(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The DPO family on summed sequence logprobs [B] each; returns (mean loss, margin [B]).
 
-    With Δ = (π_c − ref_c) − (π_r − ref_r) and the margin β·Δ (detached):
+    With Δ = (π_c − ref_c) − (π_r − ref_r) and the margin β·Δ (detached; for IPO with
+    token counts, of the length-normalized Δ its loss uses):
     - "sigmoid": DPO (Rafailov et al. 2023), −log σ(βΔ); with `label_smoothing` ε it is
       conservative DPO (cDPO, Mitchell 2023): −(1−ε)·log σ(βΔ) − ε·log σ(−βΔ).
     - "robust": rDPO (Chowdhury et al. 2024), unbiased under label flips of rate ε:
@@ -120,6 +123,8 @@ def dpo_loss(
         raise ValueError("give both ref_chosen and ref_rejected, or neither (reference-free)")
     if positive_lambda < 0:
         raise ValueError(f"positive_lambda must be >= 0, got {positive_lambda}")
+    if loss_type == "ipo" and label_smoothing > 0:
+        raise ValueError("label_smoothing is for the sigmoid and robust losses; IPO has none")
     if positive_lambda > 0 and (ref_chosen is None or loss_type == "ipo" or label_smoothing > 0):
         # (with ε > 0 the flipped term ε·log σ(−logits) would reward lowering the chosen answer)
         raise ValueError(
@@ -135,6 +140,9 @@ def dpo_loss(
         if chosen_tokens is not None and rejected_tokens is not None:
             chosen = chosen / chosen_tokens.clamp(min=1.0)
             rejected = rejected / rejected_tokens.clamp(min=1.0)
+            margin = beta * (
+                chosen - rejected
+            )  # the Δ the loss sees, so its sign is the logged one
         losses = (chosen - rejected - 1.0 / (2.0 * beta)) ** 2
     else:
         eps = label_smoothing
@@ -158,11 +166,28 @@ def _groups(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
     return rewards.view(-1, group_size).float()  # [B, G]
 
 
-def group_spread(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+def group_spread(
+    rewards: torch.Tensor, group_size: int, scored: torch.Tensor | None = None
+) -> torch.Tensor:
     """Whether each group's rewards differ [B]: compared exactly, not by std > 0, since
-    the float mean of equal rewards (0.86 eight times) can be an ulp off them."""
+    the float mean of equal rewards (0.86 eight times) can be an ulp off them, and in
+    float32, as the advantages see them (0.3 and 0.1 + 0.2 are one reward there).
+    `scored` [B*G] (bool) limits the comparison to the rollouts that were judged.
+
+    Every "has this group a gradient?" question of the trainers asks this function, so
+    dynamic sampling, guidance and the update never disagree about a group."""
     grouped = _groups(rewards, group_size)  # [B, G]
-    return (grouped != grouped[:, :1]).any(dim=1)
+    if scored is None:
+        return (grouped != grouped[:, :1]).any(dim=1)
+    judged = scored.view(-1, group_size).bool()  # [B, G]
+    high = grouped.masked_fill(~judged, float("-inf")).amax(dim=1)  # [B]
+    low = grouped.masked_fill(~judged, float("inf")).amin(dim=1)  # [B]
+    return high > low  # no judged rollout: -inf > inf is False; one: equal
+
+
+def rewards_differ(values: Sequence[float]) -> bool:
+    """`group_spread` for one group's judged rewards given as floats."""
+    return bool(values) and bool(group_spread(torch.tensor(values), len(values)).any())
 
 
 def grpo_advantages(

@@ -170,6 +170,13 @@ class TaskSampler:
             raise ValueError(f"unknown task stream {stream!r}; known: {sorted(STREAM_BASES)}")
         if weights is not None and len(weights) != len(domains):
             raise ValueError(f"{len(weights)} weights for {len(domains)} domains")
+        for domain, weight in zip(domains, weights or [], strict=False):
+            if not 0 <= weight < math.inf:  # NaN fails both
+                raise MixtureError(
+                    f"weight of {domain.id} must be a finite number >= 0, got {weight}"
+                )
+        if weights is not None and not any(w > 0 for w in weights):
+            raise MixtureError("every domain of the mix has weight 0")
         self.domains = list(domains)
         self.difficulties = list(difficulties)
         self.weights = list(weights) if weights is not None else [1.0] * len(self.domains)

@@ -21,7 +21,7 @@ from posttrain.domains import get_domain, load_entry_points, register
 from posttrain.domains.base import Domain
 from posttrain.domains.dataset import DatasetDomain, DatasetError
 from posttrain.rollout.episode import replay_references
-from posttrain.train.mixture import TaskSampler, heldout_tasks
+from posttrain.train.mixture import TaskSampler, heldout_tasks, prompt_key
 from posttrain.types import Rollout
 
 T = TypeVar("T")
@@ -138,11 +138,16 @@ def sft_demonstrations(
 ) -> tuple[list[Rollout], list[Rollout]]:
     """SFT's (train, validation) demonstrations: domain references of difficulties
     1..`sft.max_difficulty` replayed through the episode loop, drawn with
-    `sft.domain_weights` (validation: evenly), none of them a held-out prompt."""
+    `sft.domain_weights` (validation: evenly), none of them a held-out prompt, and no
+    validation prompt a training one: the stopping rule reads validation loss, which
+    prompts the model has learned by heart would hold down (a small cell, the 100
+    one-digit sums, is all in training and gives validation none)."""
     c = config.sft
     difficulties = range(1, c.max_difficulty + 1)
     weights = [c.domain_weights.get(d.id, 1.0) for d in domains]
     train = TaskSampler(domains, "sft", difficulties, weights, exclude=exclude, seed=config.seed)
-    val = TaskSampler(domains, "sft-val", difficulties, exclude=exclude, seed=config.seed)
-    examples = replay_references(train.sample(c.num_examples), tokenizer, get_domain)
+    tasks = train.sample(c.num_examples)
+    seen = exclude | {prompt_key(t) for t in tasks}
+    val = TaskSampler(domains, "sft-val", difficulties, exclude=seen, seed=config.seed)
+    examples = replay_references(tasks, tokenizer, get_domain)
     return examples, replay_references(val.sample(c.val_examples), tokenizer, get_domain)

@@ -166,6 +166,7 @@ def test_a_verifier_that_raised_is_not_taken_for_a_wrong_answer(
     logged = run_grpo(tiny_model, tokenizer, ["yes", "no"], cfg, domain=YesOrVerifierRaises())
     assert [v["verifier_error_rate"] for v in logged] == [0.5, 0.5]
     assert same_weights(before, weights(tiny_model))  # every scored answer passed
+    assert all(v["groups_with_signal"] == 0.0 for v in logged)  # an unscored 0 is no spread
     assert all(v["loss"] == 0.0 for v in logged)
 
 
@@ -193,6 +194,7 @@ def test_an_episode_that_crashed_is_not_taken_for_a_wrong_answer(
     logged = run_grpo(tiny_model, tokenizer, ["yes"], cfg, domain=domain)
     assert domain.opened > 0 and all(v["errors"] > 0 for v in logged)
     assert same_weights(before, weights(tiny_model))  # every answer that ran passed
+    assert all(v["groups_with_signal"] == 0.0 for v in logged)
     assert all(v["loss"] == 0.0 for v in logged)
 
 
@@ -397,3 +399,23 @@ def test_starting_and_stopping_the_rollout_source_is_not_training_time(
     )  # fmt: skip
     wall = time.perf_counter() - began
     assert result.steps == 2 and wall - result.seconds >= 1.9  # both seconds left out
+
+
+def scored_rollout(reward: float, i: int) -> Rollout:
+    verdict = Verdict(reward, reward == 1.0, "")
+    return Rollout(f"r{i}", "t", "d", 1, [], [], [], [], [], [], verdict)
+
+
+@pytest.mark.parametrize(
+    ("rewards", "spread"), [([0.3, 0.1 + 0.2, 0.3], False), ([0.3, 0.2], True), ([0.5], False)]
+)
+def test_dynamic_sampling_and_the_update_agree_on_which_groups_have_spread(
+    rewards: list[float], spread: bool
+) -> None:
+    # 0.3 and 0.1 + 0.2 differ in float64 but not in the float32 advantages: dynamic
+    # sampling counted such a group as signal, and the update then dropped it.
+    group = [scored_rollout(r, i) for i, r in enumerate(rewards)]
+    assert grpo_module.has_spread(group) is spread
+    _, keep = grpo_module.step_advantages(torch.tensor(rewards), SMALL.model_copy(
+        update={"group_size": len(rewards), "batch_size": len(rewards)}))  # fmt: skip
+    assert bool(keep) is spread

@@ -14,6 +14,7 @@ from posttrain.train.losses import (
     group_spread,
     grpo_advantages,
     grpo_loss,
+    rewards_differ,
     rloo_advantages,
     sequence_log_ratio,
     sft_loss,
@@ -52,6 +53,15 @@ def test_advantages_of_equal_partial_credit_rewards_are_exactly_zero() -> None:
 def test_group_spread_is_whether_any_reward_differs_from_its_groups_first() -> None:
     rewards = torch.cat([PARTIAL_CREDIT, torch.tensor([0.86] * 7 + [0.85])])
     assert group_spread(rewards, group_size=8).tolist() == [False, True]
+
+
+def test_group_spread_compares_judged_rewards_in_float32() -> None:
+    rewards = torch.tensor([1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0])
+    judged = torch.tensor([True, True, True, False, False, False, True, False])
+    assert group_spread(rewards, 4, judged).tolist() == [False, False]  # one judged: no spread
+    assert group_spread(rewards, 4).tolist() == [True, True]
+    assert not rewards_differ([0.3, 0.1 + 0.2]) and rewards_differ([0.3, 0.2])
+    assert not rewards_differ([]) and not rewards_differ([0.5])
 
 
 def test_grpo_advantages_without_scaling_are_only_centered() -> None:
@@ -262,7 +272,7 @@ def test_ipo_is_the_squared_distance_of_the_margin_to_one_over_two_beta() -> Non
 
 def test_ipo_with_token_counts_normalizes_each_log_ratio_by_its_length() -> None:
     # chosen log ratio 1 over 2 tokens, rejected −0.5 over 5 tokens: Δ = 0.5 − (−0.1) = 0.6
-    loss, _ = dpo_loss(
+    loss, margin = dpo_loss(
         **PAIR,
         beta=0.1,
         loss_type="ipo",
@@ -270,6 +280,7 @@ def test_ipo_with_token_counts_normalizes_each_log_ratio_by_its_length() -> None
         rejected_tokens=torch.tensor([5.0]),
     )
     assert loss.item() == pytest.approx((0.6 - 5.0) ** 2, abs=1e-5)
+    assert margin.item() == pytest.approx(0.06)  # β·Δ of the Δ the loss sees (summed: 0.15)
 
 
 def test_reference_free_dpo_equals_a_zero_reference() -> None:
@@ -307,6 +318,7 @@ def test_dpo_positive_at_lambda_zero_is_dpo() -> None:
     [
         ({"loss_type": "hinge"}, "loss_type"),
         ({"label_smoothing": 0.5}, "label_smoothing"),
+        ({"label_smoothing": 0.1, "loss_type": "ipo"}, "IPO has none"),
         ({"positive_lambda": -1.0}, "positive_lambda"),
         ({"positive_lambda": 5.0, "loss_type": "ipo"}, "positive_lambda"),
         ({"positive_lambda": 5.0, "label_smoothing": 0.1}, "positive_lambda"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -10,9 +11,10 @@ import pytest
 
 from posttrain.config import load_config
 from posttrain.domains import STARTER_DOMAINS, get_domain
+from posttrain.domains.base import prompt_key as messages_key
 from posttrain.train.mixture import TaskSampler, heldout_tasks, prompt_key
-from posttrain.train.recipe_inputs import grpo_sampler
-from posttrain.types import Message, Task
+from posttrain.train.recipe_inputs import grpo_sampler, sft_demonstrations
+from posttrain.types import Message, Rollout, Task
 
 DOMAINS = [get_domain(i) for i in STARTER_DOMAINS]
 
@@ -276,3 +278,28 @@ def test_prompts_that_differ_only_in_whitespace_are_one_prompt() -> None:
     held = heldout_tasks([domain], 1, seed_offset=0)  # "say w0"
     drawn = TaskSampler([domain], "sft", exclude={prompt_key(t) for t in held}).sample(20)
     assert {t.prompt[0].content.split()[-1] for t in drawn} == {"w1"}
+
+
+@pytest.mark.parametrize(
+    ("weights", "match"),
+    [([-1, 1, 1, 1], "weight of arith"), ([float("nan"), 1, 1, 1], "weight of arith"),
+     ([0, 0, 0, 0], "weight 0")],
+)  # fmt: skip
+def test_a_sampler_refuses_bad_weights_naming_the_domain(weights: list[float], match: str) -> None:
+    # A negative weight had silently skewed the mix; zero and NaN failed in random.choices
+    # without naming a domain.
+    with pytest.raises(ValueError, match=match):
+        TaskSampler(DOMAINS, "dpo", weights=weights)
+
+
+def prompt_key_of(rollout: Rollout) -> str:
+    prompt = list(itertools.takewhile(lambda m: m.role != "assistant", rollout.messages))
+    return rollout.domain + "\x00" + messages_key(prompt)
+
+
+def test_sft_validation_prompts_are_none_of_its_training_prompts(tokenizer: Any) -> None:
+    config = load_config(None, ["sft.num_examples=2000", "sft.val_examples=256"])
+    domains = [get_domain(d) for d in config.domains]
+    train, val = sft_demonstrations(config, domains, set(), tokenizer)
+    seen = {prompt_key_of(r) for r in train}
+    assert len(val) == 256 and not seen & {prompt_key_of(r) for r in val}
