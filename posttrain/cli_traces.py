@@ -12,9 +12,13 @@ rollouts from the command line.
 per-domain counts and the changed rollouts, and writes the same report to
 `RUN/rescore.json`; it never changes a stored rollout (see `posttrain.eval.rescore`).
 `export` writes the datasets of `posttrain.store.export` (`.jsonl` or `.parquet`);
-without `--out` it writes `RUN/export-FORMAT.jsonl`. Every command takes `--json`
+without `--out` it writes `RUN/export-FORMAT.jsonl`. Inside the run directory `--out`
+may name only a new file or an earlier export (`export-*`): the run's own files
+(metrics.jsonl, alerts.jsonl, ...) are never overwritten. Every command takes `--json`
 except `export`. Bad input (a missing run or trace store, an unknown id, a bad format
-or suffix) exits with code 2 and one line naming it.
+or suffix, an `--out` that is a file of the run, a stored row that does not read back
+as a rollout) exits with code 2 and one line naming it; `rescore` and `export` stop at
+such a row rather than skip it.
 
 `traces list` prints at most 100 rows as a table unless `--limit` is given (the
 count line covers every match; `--json` prints them all): rich lays a table out at
@@ -77,7 +81,8 @@ def traces_list(
         Column("id", no_wrap=True), "domain", "stage", "policy", "reward", "passed", "error"
     )
     for r in shown:
-        table.add_row(r.id[:12], r.domain, r.stage, str(r.policy_version), f"{r.reward:.3f}",
+        table.add_row(_escape(r.id[:12]), _escape(r.domain), _escape(r.stage),
+                      str(r.policy_version), f"{r.reward:.3f}",
                       "yes" if r.passed else "[red]no[/]", _escape(_short(r.error or "", 50)))  # fmt: skip
     console.print(table)
     passed, errors = sum(r.passed for r in rows), sum(r.error is not None for r in rows)
@@ -148,7 +153,7 @@ def rescore_command(run: RunArg, domain: DomainOpt = None, stage: StageOpt = Non
     from posttrain.types import json_text
 
     with _open_store(run) as store:
-        report = rescore(_call(lambda: store.select(domain, stage)))
+        report = rescore(_Counting(_call(lambda: store.select(domain, stage))))
     doc = {"run": str(run), "domain": domain, "stage": stage, "rescored_at": time.time(),
            **report.to_json()}  # fmt: skip
     path = run / "rescore.json"
@@ -164,22 +169,24 @@ def rescore_command(run: RunArg, domain: DomainOpt = None, stage: StageOpt = Non
     table = Table("domain", "re-verified", "changed", "not re-verifiable (why)")
     for name, s in sorted(report.per_domain.items()):
         why = "; ".join(f"{n}: {reason}" for reason, n in s.not_reverifiable.items())
-        table.add_row(name, str(s.reverified), str(s.changed), why)
+        table.add_row(_escape(name), str(s.reverified), str(s.changed), _escape(why))
     console.print(table)
     if report.changes:
         changes = Table("id", "domain", "reward old → new", "passed", "reason now")
         for c in report.changes:
             flip = f"{_yes(c.old_passed)} → {_yes(c.new_passed)}"
-            changes.add_row(c.id[:12], c.domain, f"{c.old_reward:.3f} → {c.new_reward:.3f}",
+            changes.add_row(_escape(c.id[:12]), _escape(c.domain),
+                            f"{c.old_reward:.3f} → {c.new_reward:.3f}",
                             flip, _escape(c.new_error or c.new_reason))  # fmt: skip
         console.print(changes)
-    console.print(f"{len(report.changes)} changed; report: [bold]{path}[/]", highlight=False)
+    console.print(f"{len(report.changes)} changed; report: [bold]{_escape(str(path))}[/]",
+                  highlight=False)  # fmt: skip
 
 
 def export_command(
     run: RunArg,
     fmt: Annotated[str, typer.Option("--format", help="sft, dpo or rl.")],
-    out: Annotated[Path | None, typer.Option(help="A .jsonl or .parquet file.")] = None,
+    out: Annotated[Path | None, typer.Option(help="A .jsonl or .parquet file; inside RUN only a new one or an export-* one (the run's own files are never overwritten).")] = None,
     stage: StageOpt = None,
     domain: DomainOpt = None,
     min_reward: Annotated[float | None, typer.Option(help="sft/dpo: least reward kept.")] = None,
@@ -203,6 +210,9 @@ def export_command(
     path = out or run / f"export-{fmt}.jsonl"
     if path.suffix not in SUFFIXES:
         fail(f"--out must end in {' or '.join(SUFFIXES)}, got {str(path)!r}")
+    if _a_file_of(run, path):
+        fail(f"--out {str(path)!r} is one of the run's own files; export never overwrites "
+             "them: give a new file name")  # fmt: skip
     with _open_store(run) as store:
         rollouts = _Counting(_call(lambda: store.select(domain, stage)))
         if fmt == "sft":
@@ -218,7 +228,8 @@ def export_command(
         return
     unit = {"sft": "conversations", "dpo": "preference pairs", "rl": "task prompts"}[fmt]
     console.print(
-        f"{len(rows)} {unit} from {rollouts.n} rollouts → [bold]{path}[/]", highlight=False
+        f"{len(rows)} {unit} from {rollouts.n} rollouts → [bold]{_escape(str(path))}[/]",
+        highlight=False,
     )
 
 
@@ -251,16 +262,28 @@ def _call(thunk: Callable[[], T]) -> T:
         raise  # not reached: fail() exits
 
 
+def _a_file_of(run: Path, path: Path) -> bool:
+    """Whether `path` is an existing file inside `run` that no earlier export wrote."""
+    inside = path.resolve().is_relative_to(run.resolve())
+    return inside and path.exists() and not path.name.startswith("export-")
+
+
 class _Counting:
-    """Iterates `rollouts` once, counting them in `n`."""
+    """Iterates `rollouts` once, counting them in `n`; a stored row that does not read
+    back as a rollout exits with code 2, naming it."""
 
     def __init__(self, rollouts: Iterable[Rollout]) -> None:
         self.rollouts, self.n = rollouts, 0
 
     def __iter__(self) -> Iterator[Rollout]:
-        for rollout in self.rollouts:
-            self.n += 1
-            yield rollout
+        from posttrain.store.traces import MalformedTraceError
+
+        try:
+            for rollout in self.rollouts:
+                self.n += 1
+                yield rollout
+        except MalformedTraceError as exc:
+            fail(str(exc))
 
 
 def _escape(text: str) -> str:

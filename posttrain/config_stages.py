@@ -30,7 +30,9 @@ class SFTConfig(_Strict):
         4, ge=1, description="gradient accumulation: each batch runs as this many micro-batches"
     )
     data_file: str | None = Field(
-        None, description="JSONL/Parquet of {messages: [...]} to train on instead of references"
+        None,
+        description="JSONL/Parquet of {messages: [...]} to train on instead of references "
+        "(a run stores it absolute, with its size and sha256)",
     )
     save_every: int = Field(
         0, ge=0, description="steps between resumable full-state saves (0 = none)"
@@ -63,7 +65,9 @@ class DPOConfig(_Strict):
         0.0, ge=0, description="DPO-Positive: penalty weight on chosen answers below the reference"
     )
     data_file: str | None = Field(
-        None, description="JSONL/Parquet of {prompt, chosen, rejected} instead of mined pairs"
+        None,
+        description="JSONL/Parquet of {prompt, chosen, rejected} instead of mined pairs "
+        "(a run stores it absolute, with its size and sha256)",
     )
     sft_weight: float = Field(1.0, ge=0, description="NLL on chosen answers added to the loss")
     lr: float = Field(5e-5, gt=0, description="AdamW learning rate")

@@ -8,7 +8,9 @@ episode, and a held-out evaluation stage.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -177,6 +179,46 @@ def test_export_bad_input_exits_2_naming_it(run: Path, args: list[str], message:
     result = posttrain("export", run, *args)
     assert result.exit_code == 2
     assert message in result.output
+
+
+def test_export_never_overwrites_a_file_of_the_run(run: Path) -> None:
+    metrics = RunDir(run).metrics_path
+    metrics.write_text('{"stage": "sft", "step": 1, "time": 0.0, "values": {}}\n')
+    before = metrics.read_text()
+    result = posttrain("export", run, "--format", "sft", "--out", metrics)
+    assert result.exit_code == 2 and "is one of the run's own files" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and metrics.read_text() == before
+    for _ in range(2):  # an earlier export, or a new file, may be written
+        assert posttrain("export", run, "--format", "sft").exit_code == 0
+    assert posttrain("export", run, "--format", "sft", "--out", run / "mine.jsonl").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["traces", "show", "{run}", "abc123bb-fail"], ["rescore", "{run}"],
+     ["export", "{run}", "--format", "sft"], ["export", "{run}", "--format", "dpo"]],
+)  # fmt: skip
+def test_a_malformed_stored_row_exits_2_naming_it(run: Path, command: list[str]) -> None:
+    with sqlite3.connect(RunDir(run).traces_path) as db:  # edited by hand, say
+        db.execute("UPDATE rollouts SET json = '{\"id\": ' WHERE id = 'abc123bb-fail'")
+    result = posttrain(*[a.format(run=run) for a in command])
+    assert result.exit_code == 2, result.output
+    assert "trace store row 2 (id 'abc123bb-fail') is not a readable rollout" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_list_and_rescore_print_markup_in_domains_and_stages_as_text(tmp_path: Path) -> None:
+    run_dir = RunDir.create(tmp_path / "runs", name="markup")
+    wrong = play(ARITH, [answer(0, 1)], rollout_id="mk-0001")
+    with TraceStore(run_dir.traces_path) as store:
+        store.record([dataclasses.replace(wrong, domain="[/]a"),
+                      dataclasses.replace(wrong, id="mk-0002", domain="[red]b")], "[/]s")  # fmt: skip
+    listed = posttrain("traces", "list", run_dir.path)
+    assert listed.exit_code == 0, listed.output
+    assert "[/]a" in listed.stdout and "[red]b" in listed.stdout and "[/]s" in listed.stdout
+    rescored = posttrain("rescore", run_dir.path)
+    assert rescored.exit_code == 0, rescored.output
+    assert "[/]a" in rescored.stdout and "[red]b" in rescored.stdout
 
 
 @pytest.fixture

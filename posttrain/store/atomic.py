@@ -24,8 +24,17 @@ directory takes two renames; a crash between them leaves *no* directory at the
 final path (the old one survives aside as `.{name}.old-{pid}`), never a partial
 one. Two writers filling the same final path at once each publish a whole
 directory and the last rename wins; threads of one process take turns at it,
-separate processes may see one of them fail. Leftover temporary siblings of
-crashed processes are not swept here.
+separate processes may see one of them fail.
+
+`remove_directory` deletes a directory crash-safely: it is renamed to a hidden
+`.{name}.trash-XXXXXXXX` sibling first (the rename made durable), then deleted, so a
+kill leaves the whole directory or none of it at its path, never a part (a plain
+`shutil.rmtree` can leave a `COMPLETE` marker without the files it vouched for).
+`sweep_leftovers(parent)` removes what crashed writers left in `parent`: the `.tmp-`,
+`.old-` and `.trash-` siblings above and `atomic_write_bytes`' `.*.tmp` files, and puts
+an `.old-` directory back where its final path is missing (a crash between the two
+renames). Call it only while no other process writes in `parent` (the recipe does so
+on resume, holding the run's lock: `RunDir.lock`).
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import contextlib
 import ctypes
 import errno
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -123,6 +133,50 @@ def publish_directory(tmp: str | Path, final_path: str | Path) -> None:
         os.fsync(f.fileno())
     _fsync_dir(tmp)
     _move_into_place(tmp, final)
+
+
+def remove_directory(path: str | Path) -> None:
+    """Delete the directory `path` (if there is one) so that a crash at any moment leaves
+    it whole or gone: renamed to a hidden trash sibling, the rename made durable, then
+    deleted. A crash mid-delete, or a file the delete cannot remove, leaves the trash
+    for `sweep_leftovers`; only the rename can raise."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return
+    trash = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.trash-"))
+    os.replace(path, trash)  # over the empty directory mkdtemp made: a fresh name, atomically
+    _fsync_dir(path.parent)
+    shutil.rmtree(trash, ignore_errors=True)  # out of the way already: nothing reads it
+
+
+# What the writers above leave behind when killed: `atomic_directory`'s fill directory,
+# `_move_into_place`'s set-aside old one, `remove_directory`'s trash, and
+# `atomic_write_bytes`' temporary file.
+_LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?:(?P<kind>tmp|old|trash)-[^/]+|[^./]+\.tmp)$")
+
+
+def sweep_leftovers(parent: str | Path) -> list[str]:
+    """Remove the leftovers of crashed atomic writes and deletes in the directory
+    `parent` (see the module doc); an `.old-` directory whose final path is missing is
+    renamed back to it instead. Returns the names removed or put back, sorted. Only
+    safe while no other process writes in `parent`."""
+    parent = Path(parent)
+    if not parent.is_dir():
+        return []
+    handled = []
+    for entry in sorted(parent.iterdir()):
+        match = _LEFTOVER.match(entry.name)
+        if match is None:
+            continue
+        final = parent / match["name"]
+        if match["kind"] == "old" and not final.exists() and not final.is_symlink():
+            os.replace(entry, final)  # the previous version, set aside by a crashed swap
+        else:
+            _remove(entry)
+        handled.append(entry.name)
+    if handled:
+        _fsync_dir(parent)
+    return handled
 
 
 def is_complete(path: str | Path) -> bool:

@@ -22,7 +22,8 @@ not render the calls twice; a tool's reply is `{"role": "tool", "content", "name
 
 Rollouts with an error (a crashed episode or a failed verifier, or a trace store
 placeholder) are never exported as examples: their verdict says nothing about the answer;
-nor are texts holding a lone surrogate, which UTF-8 cannot encode nor a tokenizer take. `write_rows` picks the file format
+nor are rollouts with a lone surrogate in any string of their row (a message, a tool-call
+name or argument, a tool's name, an id), which UTF-8 cannot encode nor a tokenizer take. `write_rows` picks the file format
 by suffix: `.jsonl`, or `.parquet` where each message is an Arrow JSON value (so tool
 arguments keep their own keys; `datasets` reads the column back as `Json`).
 
@@ -94,17 +95,13 @@ def split_conversation(rollout: Rollout, tool_markup: bool = False) -> tuple[lis
 
 def usable(rollout: Rollout) -> bool:
     """False for a crashed episode or a failed verifier: no judgement of the answer; and
-    for a conversation with a lone surrogate (UTF-8 cannot encode it, no tokenizer takes it)."""
-    return (
-        rollout.error is None
-        and rollout.verdict.error is None
-        and all(utf8_encodable(m.content) for m in rollout.messages)
-        and all(
-            utf8_encodable(json.dumps(c.arguments, ensure_ascii=False))
-            for m in rollout.messages
-            for c in m.tool_calls
-        )
-    )
+    for a rollout with a lone surrogate (UTF-8 cannot encode it, no tokenizer takes it) in
+    any string a row may carry: its id, task id and domain, and every field of every
+    message (content, tool-call names, ids and arguments, a tool reply's name)."""
+    if rollout.error is not None or rollout.verdict.error is not None:
+        return False
+    fields = [rollout.id, rollout.task_id, rollout.domain, [m.to_dict() for m in rollout.messages]]
+    return utf8_encodable(json.dumps(fields, ensure_ascii=False))
 
 
 def sft_rows(
@@ -174,7 +171,8 @@ def rl_rows(rollouts: Iterable[Rollout]) -> list[Row]:
     for r in rollouts:
         if r.task_id not in seen:
             prompt = [hf_message(m) for m in r.messages[: prompt_length(r)]]
-            if prompt and utf8_encodable(json.dumps(prompt, ensure_ascii=False)):
+            fields = [prompt, r.task_id, r.domain]
+            if prompt and utf8_encodable(json.dumps(fields, ensure_ascii=False)):
                 seen[r.task_id] = {
                     "prompt": prompt, "task_id": r.task_id, "domain": r.domain,
                     "difficulty": r.difficulty,

@@ -16,11 +16,19 @@ With `wandb=True` every call is also mirrored to Weights & Biases in offline mod
 `wandb.log({"{stage}/{key}": value, ...})` with the stage's step under `"{stage}/step"`;
 `WandbMissing` is raised at construction when the package is not installed.
 
+`rewrite_tensorboard(run)` writes `tb/` again from `metrics.jsonl`: a resume calls it
+once it has dropped the rows of the steps it redoes (`train/resume.py`'s
+`forget_unfinished`), so TensorBoard forgets them too. (tensorboardX's `purge_step`
+cannot do this: TensorBoard purges *every* tag from that step on, so a finished SFT
+stage's later steps would go too.)
+
 Not guaranteed: lines are flushed to the OS, not fsynced, so a power cut can lose
 the last few; a `kill -9` mid-write can tear the last line, which `read_metrics`
 skips and the next logger opened on the file cuts off. TensorBoard events are
 buffered by tensorboardX and complete only after `close()`. tensorboardX (and
-with it torch) is imported on the first logger made with `tensorboard=True`.
+with it torch) is imported on the first logger made with `tensorboard=True`. A rewritten
+`tb/` holds `null` (non-finite) values as NaN; Weights & Biases' offline files are not
+rewritten.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
+from posttrain.store.atomic import atomic_directory
 from posttrain.store.run_dir import RunDir
 
 if TYPE_CHECKING:
@@ -144,6 +153,31 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
                 break
             raise ValueError(f"{path}:{number}: not a JSON line: {e}") from e
     return records
+
+
+def rewrite_tensorboard(run_dir: RunDir) -> None:
+    """Replace `tb/` (atomically) with one event file holding exactly the rows of
+    `metrics.jsonl`, at their steps and times (ValueError on a malformed line)."""
+    from tensorboardX import SummaryWriter
+
+    path = run_dir.metrics_path
+    rows = read_metrics(path) if path.is_file() else []
+    with atomic_directory(run_dir.tb_dir) as tmp:
+        writer = SummaryWriter(logdir=str(tmp))
+        try:
+            for row in rows:
+                for key, value in row["values"].items():
+                    number = math.nan if value is None else float(value)
+                    writer.add_scalar(f"{row['stage']}/{key}", number,
+                                      global_step=int(row["step"]), walltime=row["time"])  # fmt: skip
+        finally:
+            writer.close()
+        # Named for the first row's time, so it sorts (and TensorBoard reads it) before
+        # the file of the logger opened next, which could otherwise take its very name
+        # (tensorboardX names a file for the second it opens it, and truncates it).
+        stamp = int(rows[0]["time"]) if rows else 0
+        for events in tmp.glob("events.out.tfevents.*"):
+            events.rename(tmp / f"events.out.tfevents.{stamp:010d}.rewritten")
 
 
 def open_for_append(path: Path) -> IO[str]:

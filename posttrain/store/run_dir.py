@@ -16,19 +16,26 @@ Layout (paths are properties, so no other room spells a file name):
     alerts.jsonl      one JSON line per alert raised during training (store.alerts)
     summary.md        the human-readable outcome
     report.html       plots and tables of the run, self-contained (eval.report)
+    data_files.json   size and sha256 of the users' data files the run trains on
+    .lock             held by the process that runs it (`lock`), with its pid
 
 `create` fails early, with a `RunDirError` naming the path and the reason, when
 the root cannot be created or written; it never reuses an existing run folder.
 Not guaranteed: the writability check happens once, at creation; a disk that
 fills up or a permission changed later surfaces as an OSError where it happens.
+`lock` is an `fcntl.flock`: it holds between processes of one machine on a local file
+system, not across machines on every network file system.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
+import fcntl
 import itertools
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,6 +150,36 @@ class RunDir:
     @property
     def report_path(self) -> Path:
         return self.path / "report.html"
+
+    @property
+    def data_files_path(self) -> Path:
+        return self.path / "data_files.json"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path / ".lock"
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run exclusively while the block runs (an `flock` on `.lock`, which
+        also records this process's pid), so that two processes never train into one run
+        directory. RunDirError "run PATH is in use (pid N)" when another holds it. The
+        lock goes with the process: a `kill -9` releases it."""
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise RunDirError(f"{self.lock_path} cannot be opened: {_why(e)}") from e
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                raise RunDirError(f"run {self.path} is in use (pid {pid})") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)
 
     @property
     def evals_dir(self) -> Path:

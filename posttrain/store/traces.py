@@ -33,7 +33,9 @@ disk, a lock, a column of the wrong type: a programming error) can fail a batch,
 family (`"arith"` matches every `arith/...` id), `stage` is exact, `failed` keeps the
 rollouts that did not pass (True) or did (False). `query` returns `TraceRow`s, whose
 `error` SQLite reads out of the JSON itself, so no rollout is decoded in Python; `select`
-yields whole `Rollout`s. Both list rollouts in the order they were recorded.
+yields whole `Rollout`s. Both list rollouts in the order they were recorded. A stored
+row that does not read back as a rollout (edited by hand, written by another program)
+makes `get` and `select` raise `MalformedTraceError`, naming its rowid and id.
 
 The database runs in WAL mode with `synchronous=FULL`: a committed batch
 survives a process crash and a power cut. One `TraceStore` may be shared by the
@@ -109,6 +111,11 @@ DEGRADED_KINDS = ("escaped", "placeholder")  # the keys of `TraceStore.degraded`
 
 class AmbiguousIdError(ValueError):
     """An id prefix matches more than one stored rollout; the message names two of them."""
+
+
+class MalformedTraceError(ValueError):
+    """A stored row does not read back as a rollout (not written by this store, or edited
+    by hand); the message names its rowid and id."""
 
 
 @dataclass(frozen=True)
@@ -210,11 +217,12 @@ class TraceStore:
         """The rollout stored under `rollout_id`, or under the one id that starts with it
         when it is at least `MIN_PREFIX` characters; None when nothing matches.
 
-        AmbiguousIdError when the prefix matches more than one id.
+        AmbiguousIdError when the prefix matches more than one id; MalformedTraceError
+        when the stored row does not read back as a rollout.
         """
         with self._lock:
             row = self._conn.execute(
-                "SELECT json FROM rollouts WHERE id = ?", (rollout_id,)
+                "SELECT rowid, id, json FROM rollouts WHERE id = ?", (rollout_id,)
             ).fetchone()
             if row is None and len(rollout_id) >= MIN_PREFIX:
                 # Ids sort by prefix, so the matches are the first ids >= the prefix.
@@ -232,9 +240,9 @@ class TraceStore:
                     )
                 if ids:
                     row = self._conn.execute(
-                        "SELECT json FROM rollouts WHERE id = ?", (ids[0],)
+                        "SELECT rowid, id, json FROM rollouts WHERE id = ?", (ids[0],)
                     ).fetchone()
-        return None if row is None else Rollout.from_json(row[0])
+        return None if row is None else _decode(*row)
 
     def query(
         self,
@@ -277,7 +285,8 @@ class TraceStore:
         """The matching rollouts themselves, in recording order (filters as in `query`;
         a bad filter or `batch_size` raises here, not on the first `next`).
 
-        Reads in batches, so rollouts recorded while iterating may appear too.
+        Reads in batches, so rollouts recorded while iterating may appear too. A stored
+        row that does not read back as a rollout raises MalformedTraceError when reached.
         """
         where, args = _where(domain, stage, failed)
         _check_limit(limit)
@@ -293,14 +302,14 @@ class TraceStore:
             size = batch_size if left is None else min(batch_size, left)
             with self._lock:
                 rows = self._conn.execute(
-                    f"SELECT rowid, json FROM rollouts{clause} ORDER BY rowid LIMIT ?",
+                    f"SELECT rowid, id, json FROM rollouts{clause} ORDER BY rowid LIMIT ?",
                     [*args, last, size],
                 ).fetchall()
             if not rows:
                 return
-            for rowid, text in rows:
+            for rowid, rollout_id, text in rows:
                 last = rowid
-                yield Rollout.from_json(text)
+                yield _decode(rowid, rollout_id, text)
             if left is not None:
                 left -= len(rows)
 
@@ -319,6 +328,17 @@ class TraceStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _decode(rowid: int, rollout_id: str, text: str) -> Rollout:
+    """The rollout stored as `text`; MalformedTraceError naming the row when it is not one."""
+    try:
+        return Rollout.from_json(text)
+    except Exception as exc:  # bad JSON, a missing key, a wrong type, nesting too deep ...
+        why = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+        raise MalformedTraceError(
+            f"trace store row {rowid} (id {rollout_id!r}) is not a readable rollout ({why})"
+        ) from None
 
 
 def _row(r: Rollout, stage: str, now: float) -> tuple[tuple[Any, ...], str | None, str]:
@@ -349,16 +369,18 @@ def _placeholder(r: Rollout, problem: str) -> str:
     no trajectory, its `error` naming `problem` (and `r.error` after it)."""
     error = f"{NOT_STORED}: {problem}" + (f"; episode error: {r.error}" if r.error else "")
     v = r.verdict
-    kept = Rollout(
-        r.id, r.task_id, r.domain, r.difficulty, [], [], [], [], [], [],
-        Verdict(v.reward, v.passed, v.reason, dict(v.components), v.error),
-        policy_version=r.policy_version, error=error, judged=r.judged,
-    )  # fmt: skip
+
+    def placeholder(verdict: Verdict) -> str:
+        return Rollout(
+            r.id, r.task_id, r.domain, r.difficulty, [], [], [], [], [], [], verdict,
+            policy_version=r.policy_version, error=error, judged=r.judged,
+        ).to_json()  # fmt: skip
+
     try:
-        return kept.to_json()
-    except Exception:  # the verdict itself cannot be serialized: keep its numbers only
-        kept.verdict = Verdict(v.reward, v.passed, "the verdict could not be stored either")
-        return kept.to_json()
+        return placeholder(Verdict(v.reward, v.passed, v.reason, dict(v.components), v.error))
+    except Exception:  # the verdict itself cannot be rebuilt (Verdict checks its
+        # components) or serialized: keep its numbers only
+        return placeholder(Verdict(v.reward, v.passed, "the verdict could not be stored either"))
 
 
 def _where(domain: str | None, stage: str | None, failed: bool | None) -> tuple[str, list[Any]]:

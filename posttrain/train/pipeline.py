@@ -18,7 +18,6 @@ greedy, and pairs checkpoints with an exact McNemar test.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from posttrain.models.loading import Policy, context_window
 from posttrain.ranks import any_rank, is_main
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.store import MetricsLogger, RunDir, TraceStore, degraded_metrics, is_complete
+from posttrain.store.atomic import remove_directory
 from posttrain.train.checkpoint import (
     base_model_record,
     load_checkpoint,
@@ -68,6 +68,7 @@ from posttrain.train.recipe_inputs import grpo_sampler, sft_demonstrations, spli
 from posttrain.train.reporter import Reporter
 from posttrain.train.resume import (
     GRPO_STATE,
+    MID_STAGE_STATES,
     SFT_STATE,
     GRPOState,
     load_grpo_state,
@@ -86,9 +87,6 @@ COMPARISONS = [
     ("untrained", "grpo"),  # the start checkpoint, when the run begins from one
     ("control", "grpo"),
 ]
-
-# The stages with a mid-stage resume state, and its directory under checkpoints/.
-MID_STAGE_STATES = {"sft": SFT_STATE, "grpo": GRPO_STATE}
 
 
 @dataclass
@@ -415,7 +413,7 @@ class Pipeline:
         policy, state = load_checkpoint(self.run_dir.checkpoint_path(stage), restore_rng=False)
         self.replica.load(policy.model.state_dict())
         if is_main() and stage in MID_STAGE_STATES:  # left by a kill right after the save
-            shutil.rmtree(self.run_dir.checkpoint_path(MID_STAGE_STATES[stage]), ignore_errors=True)
+            remove_directory(self.run_dir.checkpoint_path(MID_STAGE_STATES[stage]))
         stats = {k: float(v) for k, v in state.get("stats", {}).items()}
         self.result.stages[stage] = stats
         self.evaluate(stage)
@@ -454,8 +452,8 @@ class Pipeline:
                     "base_model": base_model_record(self.cfg.model, self.cfg.seed),
                 },
             )
-            if state_dir is not None:
-                shutil.rmtree(state_dir, ignore_errors=True)
+            if state_dir is not None:  # renamed aside first: a kill leaves it whole or gone
+                remove_directory(state_dir)
         self.evaluate(stage)
 
     def evaluate(self, label: str) -> EvalResult:
@@ -485,8 +483,6 @@ class Pipeline:
                     "seed_offset": self.cfg.eval.seed_offset,
                     "difficulties": self.cfg.eval.difficulties}  # fmt: skip
         model = self.cfg.model.name if label == "untrained" else f"checkpoints/{label}"
-        if is_main():
-            save_results(self.run_dir.eval_path(label), results_document(res, model, settings))
         values = {"completion": res.overall.rate, "mean": res.mean, **recorded}
         for name, score in res.per_domain.items():
             values[f"{name}/completion"] = score.completed.rate
@@ -494,7 +490,11 @@ class Pipeline:
                 values[f"{name}/format"] = score.format.rate
             if score.correct is not None:
                 values[f"{name}/correct"] = score.correct.rate
+        # The row first: a kill before the results file leaves a row a resume drops and
+        # logs again; the other order could leave a results file and no row at all.
         self.metrics.log(f"eval/{label}", 0, values)
+        if is_main():
+            save_results(self.run_dir.eval_path(label), results_document(res, model, settings))
         self.result.evals[label] = res
         self.report.evaluated(res)
         return res

@@ -12,6 +12,13 @@ stages train `PolicyReplica.trained` together, episodes (pair mining, GRPO group
 evaluation) are shared out over the ranks, and rank 0 alone writes the run directory
 (the other ranks log into a scratch directory that is removed at the end). The
 control arm runs beside rank 0 as one process.
+
+Rank 0 holds the run directory's lock (`RunDir.lock`) from creating or reopening it to
+the end, so a second process on one run (two `resume=RUN` at once) exits 2 with "run RUN
+is in use (pid N)". `resume=RUN` refuses every other setting given, even one equal to
+its default. A new run stores `sft.data_file` and `dpo.data_file` absolute in its
+config.yaml and their size and sha256 in `data_files.json`; a resume refuses a data
+file that has changed since.
 """
 
 from __future__ import annotations
@@ -23,13 +30,14 @@ import tempfile
 from pathlib import Path
 
 import torch
+from pydantic import BaseModel
 from transformers.utils import logging as hf_logging
 
 from posttrain.config import ConfigError, RunConfig, check_machine
 from posttrain.domains.base import Domain
 from posttrain.models.loading import ModelNotFoundError, check_model_name
 from posttrain.ranks import broadcast_object, is_main
-from posttrain.store import MetricsLogger, RunDir, TraceStore
+from posttrain.store import MetricsLogger, RunDir, RunDirError, TraceStore
 from posttrain.store.metrics import WandbMissing
 from posttrain.train.data_files import DataFileError
 from posttrain.train.distributed import close_distributed, init_distributed, resolve_device
@@ -38,7 +46,12 @@ from posttrain.train.pipeline import Pipeline, RecipeResult
 from posttrain.train.preemption import Preempted
 from posttrain.train.recipe_inputs import check_heldout, check_reward_component, resolve_domains
 from posttrain.train.reporter import QuietReporter, Reporter
-from posttrain.train.resume import STAGES, forget_unfinished, open_for_resume
+from posttrain.train.resume import (
+    check_data_files,
+    open_for_resume,
+    prepare_resume,
+    record_data_files,
+)
 from posttrain.train.summary import summary_markdown
 
 # What callers import from here (the CLI, the summary, tests): the entry point and its types.
@@ -52,14 +65,15 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
     report = reporter or QuietReporter()
     resumed: RunDir | None = None
     if config.resume is not None:
-        defaults = RunConfig().model_dump()
-        given = {k for k, v in config.model_dump(exclude={"resume"}).items() if v != defaults[k]}
-        if given:
+        given = sorted(_given_settings(config) - {"resume"})
+        if given:  # even one equal to its default: the run's own value may differ
             raise ConfigError(
                 f"resume={config.resume} continues the run under its own config.yaml; "
-                f"drop the other settings ({', '.join(sorted(given))})"
+                f"drop the other settings ({', '.join(given)})"
             )
         resumed, config = open_for_resume(config.resume)
+    else:
+        config = _absolute_data_files(config)
     check_machine(config.train)
     check_launch(config)
     domains = resolve_domains(config)
@@ -75,6 +89,8 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
                              ("dpo.data_file", config.dpo.data_file)):  # fmt: skip
         if path is not None and not Path(path).is_file():
             raise ConfigError(f"{field_name}: {path!r} does not exist or is not a file")
+    if resumed is not None:
+        check_data_files(resumed, config)  # the same data as the run started with
     if config.logging.wandb and not _installed("wandb"):
         raise ConfigError("logging.wandb=true needs the wandb package: pip install wandb")
     if config.rollout.backend == "ray" and config.grpo.enabled and not _installed("ray"):
@@ -89,6 +105,30 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
         return _run_ranked(config, resumed, domains, mixture, report)
     finally:
         close_distributed()
+
+
+def _given_settings(config: BaseModel, prefix: str = "") -> set[str]:
+    """The dotted names of the settings `config` was given (a recipe or overrides), not
+    those left at their defaults: `grpo.steps` for `grpo.steps=3000`."""
+    names = set()
+    for name in config.model_fields_set:
+        value = getattr(config, name)
+        inner = _given_settings(value, f"{prefix}{name}.") if isinstance(value, BaseModel) else None
+        names |= inner or {prefix + name}
+    return names
+
+
+def _absolute_data_files(config: RunConfig) -> RunConfig:
+    """`config` with `sft.data_file` and `dpo.data_file` made absolute against this
+    working directory, as config.yaml then stores them: a resume started elsewhere
+    reads the same files."""
+    update = {}
+    for stage in ("sft", "dpo"):
+        settings = getattr(config, stage)
+        if settings.data_file is not None:
+            absolute = os.path.abspath(settings.data_file)
+            update[stage] = settings.model_copy(update={"data_file": absolute})
+    return config.model_copy(update=update) if update else config
 
 
 def _installed(package: str) -> bool:
@@ -140,50 +180,84 @@ def _run_ranked(
     mixture: list[float] | None,
     report: Reporter,
 ) -> RecipeResult:
-    """The run on this rank: rank 0 owns the run directory; the others read it (a
-    resumed run's checkpoints) and write their logs into a scratch directory."""
+    """The run on this rank: rank 0 owns the run directory (and holds its lock until the
+    end); the others read it (a resumed run's checkpoints) and write their logs into a
+    scratch directory."""
     main = is_main()
-    if resumed is not None:
-        run = resumed
+    with contextlib.ExitStack() as stack:
+        path: str | None = None
+        error: ValueError | None = None
         if main:
-            forget_unfinished(run, STAGES)  # metrics of what the resumed run will redo
-    elif main:
-        run = RunDir.create(config.out_dir, config.name)
-        run.write_config(config.model_dump(mode="json"))
-    run = RunDir(Path(str(broadcast_object(str(run.path) if main else None))))
+            try:
+                path = str(_own_run_dir(config, resumed, stack).path)
+            except (ConfigError, RunDirError) as exc:
+                error = exc
+        # Every rank learns rank 0's run directory, or why it has none (then all stop).
+        path, error = broadcast_object((path, error))
+        if error is not None:
+            raise error
+        run = RunDir(Path(str(path)))
+        result = _run_in(config, run, resumed is not None, domains, mixture, report, stack)
+    return result
+
+
+def _own_run_dir(config: RunConfig, resumed: RunDir | None, stack: contextlib.ExitStack) -> RunDir:
+    """Rank 0's run directory, locked until `stack` closes: the resumed one made ready to
+    continue (`prepare_resume`), or a new one with its config and data files recorded."""
+    if resumed is not None:
+        stack.enter_context(resumed.lock())
+        prepare_resume(resumed)
+        return resumed
+    run = RunDir.create(config.out_dir, config.name)
+    stack.enter_context(run.lock())
+    run.write_config(config.model_dump(mode="json"))
+    record_data_files(run, config)
+    return run
+
+
+def _run_in(
+    config: RunConfig,
+    run: RunDir,
+    resuming: bool,
+    domains: list[Domain],
+    mixture: list[float] | None,
+    report: Reporter,
+    stack: contextlib.ExitStack,
+) -> RecipeResult:
+    """The stages in `run`, then (rank 0) its summary and report."""
+    main = is_main()
     hf_logging.disable_progress_bar()  # our own progress bars speak for the stages
     torch.set_num_threads(config.model.threads)
     torch.manual_seed(config.seed)
     result = RecipeResult(run.path)
-    with contextlib.ExitStack() as stack:
-        logs = run
-        if not main:
-            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="posttrain-rank-"))
-            logs = RunDir.create(scratch, "run")
-            report = QuietReporter()
+    logs = run
+    if not main:
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="posttrain-rank-"))
+        logs = RunDir.create(scratch, "run")
+        report = QuietReporter()
+    try:
+        metrics = MetricsLogger(
+            logs,
+            tensorboard=config.logging.tensorboard and main,
+            wandb=config.logging.wandb and main,
+            wandb_config=config.model_dump(mode="json"),
+        )
+    except WandbMissing as exc:
+        raise ConfigError(str(exc)) from None
+    with metrics, TraceStore(logs.traces_path) as traces:
         try:
-            metrics = MetricsLogger(
-                logs,
-                tensorboard=config.logging.tensorboard and main,
-                wandb=config.logging.wandb and main,
-                wandb_config=config.model_dump(mode="json"),
-            )
-        except WandbMissing as exc:
+            pipeline = Pipeline(config, domains, run, metrics, traces, report, result,
+                                mixture)  # fmt: skip
+            pipeline.resuming = resuming
+            with pipeline.stops.installed():  # SIGTERM / SIGUSR1: save and stop
+                try:
+                    pipeline.run()
+                except Preempted as exc:
+                    exc.run_dir = str(run.path)
+                    raise
+            result.degraded_traces = dict(traces.degraded)
+        except DataFileError as exc:
             raise ConfigError(str(exc)) from None
-        with metrics, TraceStore(logs.traces_path) as traces:
-            try:
-                pipeline = Pipeline(config, domains, run, metrics, traces, report, result,
-                                     mixture)  # fmt: skip
-                pipeline.resuming = resumed is not None
-                with pipeline.stops.installed():  # SIGTERM / SIGUSR1: save and stop
-                    try:
-                        pipeline.run()
-                    except Preempted as exc:
-                        exc.run_dir = str(run.path)
-                        raise
-                result.degraded_traces = dict(traces.degraded)
-            except DataFileError as exc:
-                raise ConfigError(str(exc)) from None
     if main:
         run.write_summary(summary_markdown(config, result))
         from posttrain.eval.report import write_run_report  # matplotlib: only when reporting

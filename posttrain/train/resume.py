@@ -30,7 +30,17 @@ torch.distributed.checkpoint, loadable on any number of ranks) whose JSON holds 
 `SFTLoop` (step, the data order's RNG and remaining order, loss EMA, plateau
 counters, the step guard's counts), every rank's torch and Python RNGs (LoRA dropout draws from them) and the
 stage's elapsed seconds. The recipe removes a stage's state only once the stage's
-final checkpoint is published.
+final checkpoint is published, and crash-safely (`store.atomic.remove_directory`): a
+kill leaves it whole or gone; a state beside its stage's complete checkpoint is never
+read, and one without a readable state.json counts as none.
+
+Before a resume continues (`prepare_resume`, under the run's lock): leftovers of
+crashed atomic saves and deletes under the run directory and `checkpoints/` are swept,
+the lost attempt's rows are dropped (`forget_unfinished`; a malformed line in the
+middle of `metrics.jsonl` or `alerts.jsonl` is a ConfigError naming the file and line),
+and `tb/` is rewritten from the rows kept. `record_data_files` / `check_data_files`
+keep the users' data files' size and sha256 in `data_files.json` and refuse a resume
+whose data has changed.
 
 Not guaranteed: exactness needs the same code, config, thread count and machine
 class (float reductions differ across CPUs). Metrics and alerts logged after the last
@@ -50,6 +60,7 @@ trains for the whole DPO + GRPO `seconds` again (both lives of a resumed GRPO).
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import random
 from collections.abc import Callable
@@ -67,8 +78,13 @@ from torch.distributed.checkpoint.state_dict import (
 
 from posttrain.ranks import is_distributed, rank, world_size
 from posttrain.store.alerts import read_alerts
-from posttrain.store.atomic import atomic_directory, atomic_write_text, is_complete
-from posttrain.store.metrics import read_metrics
+from posttrain.store.atomic import (
+    atomic_directory,
+    atomic_write_text,
+    is_complete,
+    sweep_leftovers,
+)
+from posttrain.store.metrics import read_metrics, rewrite_tensorboard
 from posttrain.store.run_dir import RunDir, RunDirError
 from posttrain.train.distributed import load_sharded, rank_seed, save_sharded
 from posttrain.train.sft import SFTLoop
@@ -81,6 +97,8 @@ TENSORS = "tensors.pt"
 GRPO_STATE = "grpo-state"  # checkpoints/grpo-state/
 SFT_STATE = "sft-state"  # checkpoints/sft-state/
 STAGES = ("sft", "dpo", "grpo", "control")
+# The stages with a mid-stage resume state, and its directory under checkpoints/.
+MID_STAGE_STATES = {"sft": SFT_STATE, "grpo": GRPO_STATE}
 
 
 @dataclass
@@ -178,25 +196,33 @@ def forget_unfinished(run: RunDir, stages: tuple[str, ...]) -> int:
     a complete checkpoint (GRPO's only after its saved state's step), held-out monitor
     rows after that step, and evaluation rows without a results file; drop from
     `alerts.jsonl` the alerts of those training steps too (the redone steps raise them
-    again). Returns the number of rows dropped; each file is rewritten atomically."""
-    saved = {"grpo": _state_step(run, GRPO_STATE), "sft": _state_step(run, SFT_STATE)}
+    again). Returns the number of rows dropped; each file is rewritten atomically.
+    ConfigError naming the file and line when one holds a malformed line."""
+    from posttrain.config import ConfigError
+
     unfinished = {s for s in stages if not is_complete(run.checkpoint_path(s))}
+    # Only an unfinished stage's state counts: a finished one's is stale (a kill while
+    # it was deleted may have left it half gone).
+    saved = {s: _state_step(run, name) for s, name in MID_STAGE_STATES.items() if s in unfinished}
 
     def lost(row: dict[str, Any]) -> bool:
         stage, step = row.get("stage", ""), int(row.get("step", 0))
-        if stage in saved and stage in unfinished:
+        if stage in saved:
             return step > saved[stage]
         if stage == "heldout":
-            return "grpo" in unfinished and step > saved["grpo"]
+            return "grpo" in saved and step > saved["grpo"]
         if stage.startswith("eval/"):
             return not run.eval_path(stage.split("/", 1)[1]).is_file()
         return stage in unfinished
 
     dropped = 0
-    if run.metrics_path.is_file():
-        dropped += _drop_rows(run.metrics_path, read_metrics(run.metrics_path), lost)
-    if run.alerts_path.is_file():
-        dropped += _drop_rows(run.alerts_path, read_alerts(run.alerts_path), lost)
+    try:
+        if run.metrics_path.is_file():
+            dropped += _drop_rows(run.metrics_path, read_metrics(run.metrics_path), lost)
+        if run.alerts_path.is_file():
+            dropped += _drop_rows(run.alerts_path, read_alerts(run.alerts_path), lost)
+    except ValueError as exc:  # "PATH:LINE: not a JSON line: ..."
+        raise ConfigError(f"resume: {exc}; mend or delete that line, then resume again") from None
     return dropped
 
 
@@ -213,11 +239,91 @@ def _drop_rows(
 
 
 def _state_step(run: RunDir, name: str) -> int:
-    """The step of a complete mid-stage state under checkpoints/`name`, else 0."""
+    """The step of a complete mid-stage state under checkpoints/`name`; 0 when there is
+    none, or its state.json is missing or unreadable (no state: the stage starts over)."""
     path = run.checkpoint_path(name)
     if not is_complete(path):
         return 0
-    return int(json.loads((path / STATE_JSON).read_text())["step"])
+    try:
+        return int(json.loads((path / STATE_JSON).read_text())["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+def prepare_resume(run: RunDir) -> None:
+    """Make a run directory ready to continue, holding its lock (`RunDir.lock`): remove
+    what crashed atomic writes and deletes left under it (`sweep_leftovers`), forget
+    what the resume redoes (`forget_unfinished`), and write TensorBoard's files again
+    from the rows kept (every time: an earlier resume may have been killed between the
+    two; about 40 µs a value)."""
+    from posttrain.config import ConfigError
+
+    sweep_leftovers(run.checkpoints)
+    sweep_leftovers(run.path)
+    forget_unfinished(run, STAGES)
+    if run.tb_dir.is_dir():
+        try:
+            rewrite_tensorboard(run)
+        except ValueError as exc:
+            raise ConfigError(f"resume: {exc}") from None
+
+
+def record_data_files(run: RunDir, config: RunConfig) -> None:
+    """Write `data_files.json`: the path, size and sha256 of each users' data file the
+    run reads (`sft.data_file`, `dpo.data_file`), for a resume to check."""
+    record = {name: {"path": path, **_fingerprint(path)}
+              for name, path in _data_files(config).items()}  # fmt: skip
+    atomic_write_text(run.data_files_path, json.dumps(record, indent=1) + "\n")
+
+
+def check_data_files(run: RunDir, config: RunConfig) -> None:
+    """ConfigError naming the file when a data file differs from the one the run started
+    with (another path, size or sha256), so a resume never trains on other data. A run
+    without `data_files.json` (started before it was written) is not checked."""
+    from posttrain.config import ConfigError
+
+    if not run.data_files_path.is_file():
+        return
+    try:
+        record = json.loads(run.data_files_path.read_text(encoding="utf-8"))
+        if not isinstance(record, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"resume: {run.data_files_path} cannot be read: {exc}") from None
+    current = _data_files(config)
+    for name in sorted(set(record) | set(current)):
+        was, path = record.get(name), current.get(name)
+        was = was if isinstance(was, dict) else {}
+        if path is None or path != was.get("path"):
+            raise ConfigError(f"resume: {name} is {path!r} in config.yaml, but the run "
+                              f"started with {was.get('path')!r}")  # fmt: skip
+        try:
+            now = _fingerprint(path)
+        except OSError as exc:
+            raise ConfigError(f"resume: {name} {path} cannot be read: {exc.strerror}") from None
+        if now != {"size": was.get("size"), "sha256": was.get("sha256")}:
+            raise ConfigError(
+                f"resume: {name} {path} has changed since the run started (its size or "
+                "sha256 differs); put the original back, or start a new run"
+            )
+
+
+def _data_files(config: RunConfig) -> dict[str, str]:
+    """{field: path} of the users' data files the run reads (those of enabled stages)."""
+    s, d = config.sft, config.dpo
+    files = {"sft.data_file": s.data_file if s.enabled else None,
+             "dpo.data_file": d.data_file if d.enabled else None}  # fmt: skip
+    return {name: path for name, path in files.items() if path}
+
+
+def _fingerprint(path: str) -> dict[str, Any]:
+    """{"size", "sha256"} of the file at `path`."""
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    return {"size": size, "sha256": digest.hexdigest()}
 
 
 def save_sft_state(

@@ -22,6 +22,8 @@ from posttrain.store.atomic import (
     atomic_write_text,
     is_complete,
     publish_directory,
+    remove_directory,
+    sweep_leftovers,
 )
 
 
@@ -299,3 +301,51 @@ def test_is_complete_is_false_without_marker(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     assert not is_complete(tmp_path / "plain")
     assert not is_complete(tmp_path / "missing")
+
+
+def test_a_delete_cut_short_leaves_nothing_half_deleted_at_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plain rmtree killed after its first unlink left COMPLETE without state.json,
+    which every later resume tripped on."""
+    final = tmp_path / "grpo-state"
+    with atomic_directory(final) as tmp:
+        (tmp / "state.json").write_text("{}")
+        (tmp / "tensors.pt").write_bytes(b"x")
+
+    def killed_midway(path: Path, *args: object, **kwargs: object) -> None:
+        (Path(path) / "state.json").unlink()
+        raise OSError("killed")
+
+    monkeypatch.setattr(atomic_module.shutil, "rmtree", killed_midway)
+    with pytest.raises(OSError, match="killed"):
+        remove_directory(final)
+    monkeypatch.undo()
+    assert not final.exists()  # gone whole; the rest waits under a trash name
+    (trash,) = tmp_path.iterdir()
+    assert trash.name.startswith(".grpo-state.trash-")
+    assert sweep_leftovers(tmp_path) == [trash.name]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_remove_directory_of_a_missing_path_does_nothing(tmp_path: Path) -> None:
+    remove_directory(tmp_path / "nope")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sweep_removes_crash_leftovers_and_puts_back_a_directory_set_aside(
+    tmp_path: Path,
+) -> None:
+    for name in (".sft.tmp-k2j3h4x1", ".sft.old-123", ".grpo-state.trash-ab12cd34",
+                 ".dpo.old-77", "grpo", "sft"):  # fmt: skip
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "weights.bin").write_bytes(name.encode())
+    (tmp_path / ".config.yaml.x1y2z3ab.tmp").write_text("half")  # atomic_write_bytes'
+    (tmp_path / ".lock").write_text("1")  # not a leftover
+    swept = sweep_leftovers(tmp_path)
+    assert swept == [".config.yaml.x1y2z3ab.tmp", ".dpo.old-77", ".grpo-state.trash-ab12cd34",
+                     ".sft.old-123", ".sft.tmp-k2j3h4x1"]  # fmt: skip
+    # A crash between the two renames of a replace left no `dpo`: the old one goes back.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", "dpo", "grpo", "sft"]
+    assert (tmp_path / "dpo" / "weights.bin").read_bytes() == b".dpo.old-77"
+    assert (tmp_path / "sft" / "weights.bin").read_bytes() == b"sft"

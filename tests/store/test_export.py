@@ -107,6 +107,27 @@ def test_sft_rows_keep_usable_passed_rollouts_whole() -> None:
     assert rows[0]["messages"][-1]["content"] == calc_texts(0)[-1]
 
 
+@pytest.mark.parametrize("where", ["tool call name", "tool reply name", "tool call id", "task id"])
+def test_a_lone_surrogate_anywhere_in_the_row_leaves_the_rollout_out(where: str) -> None:
+    """Only message texts and tool arguments were checked: a surrogate in a tool's name
+    made the export fail to write (or write a row no tokenizer takes)."""
+    rollout = play(CALC, calc_texts(0), rollout_id="ok")
+    call, reply = rollout.messages[1].tool_calls[0], rollout.messages[2]
+    if where == "tool call name":
+        call.name = "calc\ud800"
+    elif where == "tool reply name":
+        reply.name = "calc\ud800"
+    elif where == "tool call id":
+        call.id = "c\ud800"
+    else:
+        rollout.task_id += "\ud800"
+    wrong = play(CALC, calc_texts(0, 1), rollout_id="wrong")
+    assert len(dpo_rows([play(CALC, calc_texts(0), rollout_id="ok"), wrong])) == 1
+    assert sft_rows([rollout]) == [] and dpo_rows([rollout, wrong]) == []
+    if where == "task id":  # the prompt-only dataset carries it too
+        assert rl_rows([rollout]) == []
+
+
 def test_sft_rows_respect_min_reward() -> None:
     partial = play(ARITH, [answer(0)], verdict=Verdict(0.5, True, "half"))
     assert sft_rows([partial], min_reward=0.6) == []

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrain.store.metrics import MetricsLogger, read_metrics
+from posttrain.store.metrics import MetricsLogger, read_metrics, rewrite_tensorboard
 from posttrain.store.run_dir import RunDir
 
 
@@ -126,6 +126,19 @@ def test_read_metrics_rejects_malformed_interior_line(tmp_path: Path) -> None:
     path.write_text('not json\n{"stage": "sft", "step": 0, "time": 0.0, "values": {}}\n')
     with pytest.raises(ValueError, match=r"metrics\.jsonl:1"):
         read_metrics(path)
+
+
+def test_rewrite_tensorboard_keeps_exactly_the_rows_of_metrics_jsonl(run: RunDir) -> None:
+    with MetricsLogger(run) as metrics:
+        for step in (1, 2, 3):
+            metrics.log("grpo", step, {"loss": float(step)})
+        metrics.log("sft", 9, {"loss": math.nan})
+    lines = run.metrics_path.read_text().splitlines()
+    run.metrics_path.write_text("\n".join(lines[:1] + lines[3:]) + "\n")  # steps 2, 3 dropped
+    rewrite_tensorboard(run)
+    scalars = _tensorboard_scalars(run.tb_dir)
+    assert scalars["grpo/loss"] == [(1, 1.0)]
+    assert scalars["sft/loss"][0][0] == 9 and math.isnan(scalars["sft/loss"][0][1])
 
 
 class _FakeRun:

@@ -183,3 +183,15 @@ def test_read_config_names_a_missing_or_broken_file(
         run.config_path.write_text(text)
     with pytest.raises(RunDirError, match=f"{re.escape(str(run.config_path))} {message}"):
         run.read_config()
+
+
+def test_a_run_locked_by_one_holder_is_refused_to_another_naming_the_pid(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path, "run")
+    in_use = rf"^run {re.escape(str(run.path))} is in use \(pid {os.getpid()}\)$"
+    with run.lock():
+        assert run.lock_path.read_text() == f"{os.getpid()}\n"
+        other = RunDir.open(run.path)  # another open file of .lock: as another process
+        with pytest.raises(RunDirError, match=in_use), other.lock():
+            pass
+    with run.lock():  # released at the end of the block
+        pass

@@ -139,3 +139,17 @@ def test_query_reads_rows_whose_json_holds_nan_or_infinity(store: TraceStore) ->
     errors = {r.id: r.error for r in store.query(domain="arith")}
     assert errors["a-nan-0007"] == "engine: nan logits"
     assert errors["a-err-0003"] == "ValueError: boom" and errors["a-pass-0001"] is None
+
+
+def test_a_malformed_stored_row_is_named_by_get_and_select(store: TraceStore) -> None:
+    """A row edited by hand (or written by another program) raised a bare JSON or key
+    error that named nothing."""
+    store._conn.execute("UPDATE rollouts SET json = '{\"id\": 1' WHERE id = 'a-fail-0002'")
+    message = r"trace store row 2 \(id 'a-fail-0002'\) is not a readable rollout"
+    with pytest.raises(ValueError, match=message):
+        store.get("a-fail-0002")
+    with pytest.raises(ValueError, match=message):
+        list(store.select(stage="grpo"))
+    store._conn.execute("UPDATE rollouts SET json = '{}' WHERE id = 'a-fail-0002'")
+    with pytest.raises(ValueError, match=message):  # JSON, but not a rollout
+        store.get("a-fail-0002")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -27,6 +28,7 @@ from posttrain.train import pipeline
 from posttrain.train.monitor import TrainingMonitor
 from posttrain.train.recipe import QuietReporter, RecipeResult, run_recipe
 from posttrain.train.resume import (
+    STAGES,
     GRPOState,
     forget_unfinished,
     load_grpo_state,
@@ -372,3 +374,92 @@ def test_a_resumed_runs_alert_rules_continue_from_the_metrics_it_kept(tmp_path: 
         "skipped_updates"
     ]
     assert [a["step"] for a in read_alerts(run.alerts_path)] == [3]
+
+
+def _state(path: Path, text: str | None) -> None:
+    """A complete-looking mid-stage state; `text` its state.json (None: none left)."""
+    path.mkdir()
+    if text is not None:
+        (path / "state.json").write_text(text)
+    (path / COMPLETE_MARKER).touch()
+
+
+def test_a_state_half_deleted_beside_its_finished_stage_is_ignored(tmp_path: Path) -> None:
+    """A kill inside a plain rmtree of grpo-state left COMPLETE without state.json; every
+    later resume died reading it (FileNotFoundError) before anything could clean it up."""
+    run = RunDir.create(tmp_path, "run")
+    for stage in ("sft", "grpo"):
+        run.checkpoint_path(stage).mkdir()
+        (run.checkpoint_path(stage) / COMPLETE_MARKER).touch()
+        _state(run.checkpoint_path(f"{stage}-state"), None)
+    with MetricsLogger(run, tensorboard=False) as metrics:
+        metrics.log("grpo", 1, {"loss": 1.0})
+    assert forget_unfinished(run, STAGES) == 0  # both stages finished: nothing to redo
+
+
+@pytest.mark.parametrize("text", [None, "{not json", '{"steps": 3}'])
+def test_an_unreadable_state_of_an_unfinished_stage_counts_as_none(
+    tmp_path: Path, text: str | None
+) -> None:
+    run = RunDir.create(tmp_path, "run")
+    _state(run.checkpoint_path("grpo-state"), text)
+    with MetricsLogger(run, tensorboard=False) as metrics:
+        metrics.log("grpo", 1, {"loss": 1.0})
+    assert forget_unfinished(run, STAGES) == 1  # the stage starts over
+
+
+def test_a_resume_forgets_evaluation_rows_without_a_results_file(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path, "run")
+    run.evals_dir.mkdir()
+    (run.evals_dir / "untrained.json").write_text("{}")
+    with MetricsLogger(run, tensorboard=False) as metrics:
+        metrics.log("eval/untrained", 0, {"completion": 0.5})
+        metrics.log("eval/sft", 0, {"completion": 0.5})  # killed before sft.json was saved
+    forget_unfinished(run, STAGES)
+    assert [r["stage"] for r in read_metrics(run.metrics_path)] == ["eval/untrained"]
+
+
+def test_a_kill_while_a_finished_stages_state_is_deleted_leaves_the_run_resumable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_rmtree = shutil.rmtree
+
+    def killed_midway(path: Any, *args: Any, **kwargs: Any) -> None:
+        name = Path(path).name
+        if name == "grpo-state" or name.startswith(".grpo-state.trash-"):
+            (Path(path) / "state.json").unlink()  # the first file rmtree happens to take
+            raise _Killed
+        real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "rmtree", killed_midway)
+    with pytest.raises(_Killed):
+        _run_in_process(f"out_dir={tmp_path}", "name=run", *TINY, "grpo.save_every=1")
+    monkeypatch.undo()
+    checkpoints = tmp_path / "run" / "checkpoints"
+    assert is_complete(checkpoints / "grpo")  # killed in finish("grpo"), after the save
+    result = _run_in_process(f"resume={tmp_path / 'run'}")
+    assert result.stages["grpo"]["steps"] == 2  # loaded, not redone
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["grpo", "sft"]
+
+
+def test_a_kill_right_after_an_evaluation_is_saved_keeps_its_metrics_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = pipeline.save_results
+
+    def save_then_die(path: Path, document: Any) -> None:
+        real(path, document)
+        if path.name == "sft.json":
+            raise _Killed
+
+    monkeypatch.setattr(pipeline, "save_results", save_then_die)
+    with pytest.raises(_Killed):
+        _run_in_process(f"out_dir={tmp_path}", "name=run", *TINY)
+    monkeypatch.undo()
+    _run_in_process(f"resume={tmp_path / 'run'}")
+    stages = [r["stage"] for r in read_metrics(tmp_path / "run" / "metrics.jsonl")]
+    assert [s for s in stages if s.startswith("eval/")] == [
+        "eval/untrained",
+        "eval/sft",
+        "eval/grpo",
+    ]
