@@ -288,7 +288,10 @@ def _worker(
     # The SFT checkpoint's base-model record lets a LoRA control checkpoint load as
     # base + adapter too (see posttrain.train.checkpoint).
     extra = {"base_model": state["base_model"]} if "base_model" in state else {}
-    save_checkpoint(out_checkpoint, policy, "control", res.steps, {"stats": stats, **extra})
+    # Its metrics rows too: the run logs them once it hears back, and a kill before
+    # that leaves a resume (which takes the finished arm) only these (`unlogged_rows`).
+    record = {"stats": stats, "log": log, **extra}
+    save_checkpoint(out_checkpoint, policy, "control", res.steps, record)
     results.put(
         ControlOutcome(res.steps, pacer.trained, budget, res.best_val_loss, pacer.capped, log)
     )

@@ -9,11 +9,10 @@ Stages and what each trains on:
 - DPO: pairs mined from the SFT policy's own samples on tasks of every difficulty.
 - GRPO: verifier rewards on fresh tasks of every difficulty.
 - Control: the SFT checkpoint trained further on the same demonstrations for the
-  training seconds that DPO + GRPO took (their stages' `seconds`: pair mining and
-  rollouts in, evaluations and checkpoint saves out), so "more SFT" and "DPO + GRPO"
-  get equal time (`train/control.py`).
-Evaluation uses the same held-out tasks (difficulties 1..10) for every checkpoint,
-greedy, and pairs checkpoints with an exact McNemar test.
+  seconds DPO + GRPO trained (pair mining and rollouts in, evaluations and saves
+  out), so "more SFT" and "DPO + GRPO" get equal time (`train/control.py`).
+Evaluation: the same held-out tasks (difficulties 1..10) for every checkpoint, greedy,
+checkpoints paired by an exact McNemar test.
 """
 
 from __future__ import annotations
@@ -75,6 +74,7 @@ from posttrain.train.resume import (
     load_sft_state,
     save_grpo_state,
     save_sft_state,
+    unlogged_rows,
 )
 from posttrain.train.sft import SFTLoop, sft_optimizer, train_sft
 from posttrain.types import Rollout
@@ -113,8 +113,7 @@ class Pipeline:
         self.cfg, self.domains, self.run_dir = config, domains, run
         self.mixture = mixture  # DPO and GRPO task weights, one per domain
         self.metrics, self.traces, self.report, self.result = metrics, traces, report, result
-        # With model.lora.r set, every stage (and the control arm) trains the adapters only.
-        self.policy: Policy = load_run_policy(config.model, config.seed)
+        self.policy: Policy = load_run_policy(config.model, config.seed)  # LoRA: adapters only
         # The stages train `replica.trained`; the engine, evaluation and checkpoints use
         # `policy.model`, the same weights (synced after each update under FSDP).
         try:
@@ -416,6 +415,8 @@ class Pipeline:
             remove_directory(self.run_dir.checkpoint_path(MID_STAGE_STATES[stage]))
         stats = {k: float(v) for k, v in state.get("stats", {}).items()}
         self.result.stages[stage] = stats
+        for step, values in unlogged_rows(self.run_dir, stage, state.get("log", [])):
+            self.metrics.log(stage, step, values)  # the control arm's, if a kill lost them
         self.evaluate(stage)
         return stats
 
@@ -490,8 +491,7 @@ class Pipeline:
                 values[f"{name}/format"] = score.format.rate
             if score.correct is not None:
                 values[f"{name}/correct"] = score.correct.rate
-        # The row first: a kill before the results file leaves a row a resume drops and
-        # logs again; the other order could leave a results file and no row at all.
+        # The row first: a kill before the results file leaves a row a resume redoes.
         self.metrics.log(f"eval/{label}", 0, values)
         if is_main():
             save_results(self.run_dir.eval_path(label), results_document(res, model, settings))

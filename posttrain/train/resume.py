@@ -226,6 +226,18 @@ def forget_unfinished(run: RunDir, stages: tuple[str, ...]) -> int:
     return dropped
 
 
+def unlogged_rows(
+    run: RunDir, stage: str, saved: list[tuple[int, dict[str, float]]]
+) -> list[tuple[int, dict[str, float]]]:
+    """The rows of `stage` its checkpoint saved that `metrics.jsonl` lacks. The control
+    arm's process saves its checkpoint, rows included, before the run logs those rows;
+    a kill in between leaves the finished arm, which a resume takes, without them."""
+    logged = set()
+    if run.metrics_path.is_file():
+        logged = {int(r["step"]) for r in read_metrics(run.metrics_path) if r["stage"] == stage}
+    return [(int(step), values) for step, values in saved if int(step) not in logged]
+
+
 def _drop_rows(
     path: Path, rows: list[dict[str, Any]], lost: Callable[[dict[str, Any]], bool]
 ) -> int:

@@ -128,6 +128,7 @@ def test_a_short_treatment_gets_a_control_arm_of_as_many_training_seconds(
     assert 1.0 <= outcome.seconds < 1.0 + max(2 * step_s, 0.2)  # past it by under a step
     state = json.loads((tmp_path / "control" / "trainer_state.json").read_text())
     assert state["stats"]["seconds"] == outcome.seconds and state["stats"]["budget_s"] == 1.0
+    assert state["log"] == [[step, values] for step, values in outcome.log]  # see below
 
 
 @pytest.mark.slow  # a recipe with every stage, about 40 s
@@ -148,6 +149,18 @@ def test_a_recipes_control_arm_trains_as_long_as_dpo_and_grpo(tmp_path: Path) ->
     step_s = control["seconds"] / control["steps"]
     # Neither the child's start-up nor the parent's evaluations and saves count.
     assert treatment <= control["seconds"] < treatment + max(2 * step_s, 0.2)
+    # A kill after the arm saved its checkpoint, before the run logged its rows: the
+    # resume takes the finished arm and logs the rows from its checkpoint.
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    control_rows = [(r["step"], r["values"]) for r in rows if r["stage"] == "control"]
+    kept = [json.dumps(r) + "\n" for r in rows if r["stage"] != "control" or r["step"] < 5]
+    metrics.write_text("".join(kept))
+    run_recipe(load_config(None, [f"resume={tmp_path / 'run'}"]), QuietReporter())
+    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert sorted((r["step"], r["values"]) for r in rows if r["stage"] == "control") == sorted(
+        control_rows
+    )
 
 
 def test_waiting_for_the_arm_ends_at_once_when_the_run_is_stopping(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from posttrain.store.metrics import MetricsLogger
 from posttrain.store.run_dir import RunDir
 from posttrain.train import pipeline
 from posttrain.train.recipe import run_recipe
+from posttrain.train.resume import unlogged_rows
 from tests.store.test_metrics import _tensorboard_scalars
 
 
@@ -136,3 +137,13 @@ def test_a_resume_refuses_a_setting_given_at_its_default(tmp_path: Path) -> None
     default = RunConfig().grpo.steps
     with pytest.raises(ConfigError, match=r"drop the other settings \(grpo\.steps\)"):
         _resume(run, f"grpo.steps={default}")
+
+
+def test_rows_a_kill_left_unlogged_are_those_metrics_jsonl_lacks(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path, "run")
+    with MetricsLogger(run, tensorboard=False) as metrics:
+        metrics.log("control", 5, {"loss": 1.0})
+        metrics.log("sft", 10, {"loss": 2.0})
+    saved = [(5, {"loss": 1.0}), (10, {"loss": 0.5})]
+    assert unlogged_rows(run, "control", saved) == [(10, {"loss": 0.5})]
+    assert unlogged_rows(run, "grpo", []) == []
