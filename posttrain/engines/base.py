@@ -21,7 +21,10 @@ GREEDY_BELOW = 1e-5
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """How to sample. A `temperature` below `GREEDY_BELOW` (0 included) means greedy."""
+    """How to sample. A `temperature` below `GREEDY_BELOW` (0 included) means greedy.
+    `stop` strings end a sample where they appear; a single string is taken as one stop
+    string (not as its characters), and an empty one is refused (it would end every
+    sample after its first token)."""
 
     max_tokens: int = 64
     temperature: float = 1.0
@@ -38,6 +41,13 @@ class SamplingParams:
             raise ValueError(f"SamplingParams.top_p must be in (0, 1], got {self.top_p}")
         if self.n < 1:
             raise ValueError(f"SamplingParams.n must be >= 1, got {self.n}")
+        stop = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop)
+        for s in stop:
+            if not isinstance(s, str) or not s:
+                raise ValueError(
+                    f"SamplingParams.stop must hold non-empty strings, got {s!r} in {self.stop!r}"
+                )
+        object.__setattr__(self, "stop", stop)  # frozen: the normalized value, hashable
 
     @property
     def greedy(self) -> bool:
@@ -48,6 +58,13 @@ class SamplingParams:
         """What logits are divided by for the sampling softmax and the reported logprobs:
         `temperature`, or 1 when greedy."""
         return 1.0 if self.greedy else self.temperature
+
+
+class EngineUnavailable(RuntimeError):
+    """The engine cannot serve any request now (its server unreachable, timing out or
+    failing after the engine's own retries, the key refused, the engine closed), as
+    opposed to refusing one request. The episode loops fail a whole batch on it at once
+    rather than retry its requests one by one, which would fail the same way, slower."""
 
 
 @dataclass

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
+from typing import Any
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
@@ -103,12 +104,29 @@ class HFEngine:
     ) -> list[list[Completion]]:
         """`n` completions per request; `on_token`, when given, hears each token as it is
         sampled (see the module docstring)."""
+        self._check_prompts(requests)
         if self.prefix_cache is not None:
             self.prefix_cache.check_weights(self.model)  # a trainer step makes kept K/V stale
         out: list[list[Completion]] = []
         for chunk in self._chunks(requests):
             out.extend(self._generate_chunk(chunk, on_token, first_index=len(out)))
         return out
+
+    def _check_prompts(self, requests: list[GenerationRequest]) -> None:
+        """ValueError naming the request of an empty prompt or of a token id the model's
+        embedding has no row for (the model would only say "index out of range")."""
+        embeddings: Any = self.model.get_input_embeddings()
+        vocab = int(embeddings.num_embeddings)
+        for i, r in enumerate(requests):
+            if not r.prompt_ids:
+                raise ValueError(f"GenerationRequest.prompt_ids of request {i} must not be empty")
+            low, high = min(r.prompt_ids), max(r.prompt_ids)
+            if low < 0 or high >= vocab:
+                bad = low if low < 0 else high
+                raise ValueError(
+                    f"GenerationRequest.prompt_ids of request {i} holds token id {bad}, "
+                    f"outside the model's vocabulary [0, {vocab})"
+                )
 
     def _chunks(self, requests: list[GenerationRequest]) -> Iterator[list[GenerationRequest]]:
         chunk: list[GenerationRequest] = []
@@ -139,9 +157,7 @@ class HFEngine:
     ) -> list[list[Completion]]:
         """Generate one chunk; `first_index` is its first request's index in the whole
         call, so that `on_token` hears request indices of the call, not of the chunk."""
-        prompts = [r.prompt_ids for r in requests]
-        if any(not p for p in prompts):
-            raise ValueError("GenerationRequest.prompt_ids must not be empty")
+        prompts = [r.prompt_ids for r in requests]  # checked by `generate`
         kept = self.prefix_cache
         reused = [
             kept.take(r.episode, r.prompt_ids) if kept is not None else None for r in requests

@@ -10,8 +10,12 @@ episode loop fills); it becomes one `POST /chat/completions` with `n`,
 to `concurrency` requests at a time. Construction checks the server
 (`GET /models`) and picks the model: the one named, or the server's only one.
 Failures raise `EndpointError` with a one-line message, a reply that is not a
-chat completion included. Connection errors, 429 and 5xx are retried with
-exponential backoff and jitter (`max_retries` times); other 4xx never are.
+chat completion (or whose body does not decode) included. Connection errors, 429 and
+5xx are retried with exponential backoff and jitter (`max_retries` times); other 4xx
+never are. Failures no request of a batch escapes (the server down or timing out, the
+key refused, the engine closed) are `EndpointUnavailable`, an `EngineUnavailable`: the
+episode loops fail the batch at once instead of trying its requests one by one, as
+they do for a 400, 413 or 422 (one prompt too long, say) or a malformed reply.
 
 `timeout_s` is a total deadline per call to the server (one request's chat
 completion, or the `/models` check): its attempts and the backoff waits between
@@ -32,8 +36,13 @@ it is unset).
 
 The local `tokenizer` is used for accounting only: `Completion.token_ids` is its
 encoding of the returned text, so rollouts line up with the local model's
-vocabulary. `Completion.logprobs` are the server's when it returns one per local
-token, zeros otherwise (`extra["server_logprobs"]` says which);
+vocabulary. `Completion.logprobs` are the server's when its tokens are the local
+ones, one for one (each entry's `token` is the local token decoded alone), zeros
+otherwise (`extra["server_logprobs"]` says which): a logprob of a token the local
+model never produced is worse than none. A logprob that is not a finite number <= 0
+(NaN, Infinity, positive) is a malformed reply: `EndpointError`. So is a reply with
+structured `message.tool_calls`: the episode loop reads tool calls from the text, and
+an empty turn in their place would be silently wrong.
 `extra["completion_tokens"]` is the server's `usage` divided over the `n` samples.
 
 Not guaranteed: token-exact trajectories. The server re-tokenizes the rendered
@@ -50,6 +59,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import math
 import os
 import random
 import threading
@@ -59,7 +69,7 @@ from typing import Any, TypeVar
 import httpx
 import torch
 
-from posttrain.engines.base import Completion, GenerationRequest
+from posttrain.engines.base import Completion, EngineUnavailable, GenerationRequest
 from posttrain.types import FinishReason
 
 T = TypeVar("T")
@@ -67,6 +77,16 @@ T = TypeVar("T")
 
 class EndpointError(RuntimeError):
     """The server cannot be reached, refuses us, or does not serve the model; one line."""
+
+
+class EndpointUnavailable(EndpointError, EngineUnavailable):
+    """An `EndpointError` that no request of a batch would escape: the server unreachable,
+    timing out or failing (429, 5xx) after the retries, the key or the URL refused, the
+    engine closed. Other refusals (400, 413, 422) and malformed replies may be one
+    request's: the episode loops then try the batch's requests apart."""
+
+
+REQUEST_FAULTS = (400, 413, 422)  # refusals that may be one request's (too long a prompt)
 
 
 class RemoteWeightsError(RuntimeError):
@@ -225,12 +245,12 @@ class OpenAIEngine:
         with self._closing:
             if self._closed:
                 work.close()  # never started: no "coroutine was never awaited" warning
-                raise EndpointError(f"the engine for {self.base_url} is closed")
+                raise EndpointUnavailable(f"the engine for {self.base_url} is closed")
             future = asyncio.run_coroutine_threadsafe(work, self._loop)
         try:
             return future.result()
         except concurrent.futures.CancelledError:  # only `close` cancels work
-            raise EndpointError(
+            raise EndpointUnavailable(
                 f"the engine for {self.base_url} was closed while a request was in flight"
             ) from None
 
@@ -271,25 +291,46 @@ class OpenAIEngine:
             if len(choices) != p.n:
                 raise EndpointError(f"{self.base_url} returned {len(choices)} choices for n={p.n}")
             usage = data.get("usage") or {}
-            return [self._completion(choice, usage, p.n) for choice in choices]
+            return [self._completion(choice, usage, p.n, response.url) for choice in choices]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:  # not JSON, wrong shape
             reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
             raise EndpointError(
                 f"POST {response.url} answered with a malformed chat completion ({reason})"
             ) from None
 
-    def _completion(self, choice: dict[str, Any], usage: dict[str, Any], n: int) -> Completion:
-        text = (choice.get("message") or {}).get("content") or ""
+    def _completion(
+        self, choice: dict[str, Any], usage: dict[str, Any], n: int, url: Any
+    ) -> Completion:
+        message = choice.get("message") or {}
+        if message.get("tool_calls") or message.get("function_call"):
+            raise EndpointError(
+                f"POST {url} answered with structured tool_calls, which posttrain does not "
+                "read: tool calls must come as text in `content` (serve the model without "
+                "a tool-call parser, e.g. without vLLM's --enable-auto-tool-choice)"
+            )
+        text = message.get("content") or ""
         token_ids = list(self.tokenizer.encode(text, add_special_tokens=False))
         entries = (choice.get("logprobs") or {}).get("content") or []
-        from_server = len(entries) == len(token_ids) and bool(entries)
-        logprobs = [float(e["logprob"]) for e in entries] if from_server else [0.0] * len(token_ids)
+        server = _checked_logprobs(entries, url)
+        from_server = bool(entries) and self._aligned(entries, token_ids)
+        logprobs = server if from_server else [0.0] * len(token_ids)
         # tool_calls, content_filter and function_call all end the turn: "stop" to us
         reason: FinishReason = "length" if choice.get("finish_reason") == "length" else "stop"
         extra = {"server_logprobs": 1.0 if from_server else 0.0}
         if isinstance(usage.get("completion_tokens"), int):
             extra["completion_tokens"] = usage["completion_tokens"] / n
         return Completion(token_ids, logprobs, text, reason, extra)
+
+    def _aligned(self, entries: list[dict[str, Any]], token_ids: list[int]) -> bool:
+        """Whether the server's tokens are the local ones, one for one: each entry's
+        `token` is the local token decoded alone (a character split across tokens shows
+        as U+FFFD on both sides). Only then does a logprob belong to a local token."""
+        if len(entries) != len(token_ids):
+            return False
+        return all(
+            e.get("token") == str(self.tokenizer.decode([t]))
+            for e, t in zip(entries, token_ids, strict=True)
+        )
 
     async def _send(
         self, method: str, path: str, body: dict[str, Any] | None = None
@@ -307,7 +348,7 @@ class OpenAIEngine:
                     if attempt:
                         delay = self._backoff(attempt, retry_after)
                         if loop.time() + delay >= (deadline.when() or 0.0):
-                            raise EndpointError(
+                            raise EndpointUnavailable(
                                 f"{problem} ({_attempts(attempts)}; no time left for another "
                                 f"within timeout_s={self.timeout_s:g} s)"
                             )
@@ -319,20 +360,28 @@ class OpenAIEngine:
                     except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                         problem = f"cannot reach {self.base_url}: {_reason(exc)}"
                         continue
+                    except httpx.TimeoutException:
+                        raise  # below: the deadline's message
+                    except httpx.HTTPError as exc:  # a body that does not decode, redirects
+                        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+                        raise EndpointError(f"{method} {url} failed: {reason}") from None
                     if response.status_code == 429 or response.status_code >= 500:
                         problem = f"{method} {url} failed: {_describe(response)}"
                         retry_after = _retry_after(response)
                         continue
                     if response.is_success:
                         return response
-                    raise EndpointError(self._refusal(method, url, response))
+                    refused = self._refusal(method, url, response)
+                    if response.status_code in REQUEST_FAULTS:
+                        raise EndpointError(refused)
+                    raise EndpointUnavailable(refused)
         except (TimeoutError, httpx.TimeoutException):
             before = f"; before: {problem}" if problem else ""
-            raise EndpointError(
+            raise EndpointUnavailable(
                 f"{method} {url} got no complete answer within timeout_s={self.timeout_s:g} s "
                 f"({_attempts(attempts)}{before})"
             ) from None
-        raise EndpointError(f"{problem} ({_attempts(attempts)})")
+        raise EndpointUnavailable(f"{problem} ({_attempts(attempts)})")
 
     def _refusal(self, method: str, url: str, response: httpx.Response) -> str:
         if response.status_code == 401:
@@ -348,6 +397,19 @@ class OpenAIEngine:
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.max_backoff_s))
         return delay
+
+
+def _checked_logprobs(entries: list[dict[str, Any]], url: Any) -> list[float]:
+    """The entries' logprobs; EndpointError for one that is not a finite number ≤ 0 (a
+    NaN or a positive logprob would poison whatever averages or trains on it)."""
+    values = [float(e["logprob"]) for e in entries]
+    for k, value in enumerate(values):
+        if not (math.isfinite(value) and value <= 0):
+            raise EndpointError(
+                f"POST {url} answered with logprob {value} for token {k}: a logprob must "
+                "be a finite number <= 0"
+            )
+    return values
 
 
 def _attempts(n: int) -> str:

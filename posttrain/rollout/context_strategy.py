@@ -13,7 +13,7 @@ strategy, applied before the prompt reaches an engine — never a silent cut.
   to the question are assembled under the budget the rest of the prompt leaves
   (`posttrain.context.assemble`, most relevant at the start and end). The question
   stays whole, after the context.
-- `truncate_middle`: the longest message keeps its head and tail and loses the
+- `truncate_middle`: the longest message (in tokens) keeps its head and tail and loses the
   middle, replaced by a marker saying how many tokens were cut.
 
 A fitted task carries `meta["context_fit"]` (strategy, tokens before and after) so
@@ -31,6 +31,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from posttrain.rollout.rendering import encode, render
 from posttrain.types import Message, Task
 
 Strategy = Literal["error", "retrieve", "truncate_middle"]
@@ -59,10 +60,9 @@ class OverLongPolicy:
 
 
 def prompt_length(tokenizer: Any, messages: list[Message]) -> int:
-    """Tokens of `messages` rendered by the chat template, generation prompt included."""
-    plain = [{"role": m.role, "content": m.content} for m in messages]
-    text = tokenizer.apply_chat_template(plain, tokenize=False, add_generation_prompt=True)
-    return len(tokenizer.encode(str(text), add_special_tokens=False))
+    """Tokens of `messages` rendered by the chat template, generation prompt included,
+    as the episode loop renders them (`rendering.render`: tool output defused)."""
+    return len(encode(tokenizer, render(tokenizer, messages, add_generation_prompt=True)))
 
 
 def fit_prompt(
@@ -111,8 +111,10 @@ def fit_prompt(
     )
 
 
-def _longest(messages: list[Message]) -> int:
-    return max(range(len(messages)), key=lambda i: len(messages[i].content))
+def _longest(tokenizer: Any, messages: list[Message]) -> int:
+    """The index of the message with the most tokens (not characters: one CJK
+    character may take three tokens of a byte-level tokenizer)."""
+    return max(range(len(messages)), key=lambda i: _token_len(tokenizer, messages[i].content))
 
 
 def _token_len(tokenizer: Any, text: str) -> int:
@@ -123,7 +125,7 @@ def _truncate_middle(
     task: Task, tokenizer: Any, excess: int, policy: OverLongPolicy
 ) -> list[Message]:
     messages = list(task.prompt)
-    i = _longest(messages)
+    i = _longest(tokenizer, messages)
     ids = tokenizer.encode(messages[i].content, add_special_tokens=False)
     # The marker costs tokens too; its count is an upper bound on its own digits.
     marker = f"\n[... {len(ids)} tokens cut from the middle ...]\n"

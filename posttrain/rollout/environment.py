@@ -99,6 +99,8 @@ def environment_reply(ep: EpisodeState, calls: list[Any], errors: list[str]) -> 
     finished, user = run_with_timeout(lambda: live.user_turn(last), limit)
     if not finished:  # the worker thread is abandoned; the episode ends as a session failure
         raise TimeoutError(f"the scripted user did not answer within {limit:g}s")
-    if isinstance(user, BaseException):
+    if isinstance(user, Exception):
         raise user
+    if isinstance(user, BaseException):  # raised on the guard's thread: no Ctrl-C lands there
+        raise RuntimeError(f"the scripted user raised {type(user).__name__}: {user}") from user
     return [] if user is None else [user]  # type: ignore[list-item]

@@ -14,9 +14,14 @@ declared answers with an error observation the model sees (and a counter in
 answering within `ToolPolicy.user_turn_timeout()`: it runs on the guard's worker threads),
 a session that cannot open (its sandbox did not start) or a verifier that raises ends
 that episode as a recorded failure (`Rollout.error` or `Verdict.error`, reward 0); the
-batch goes on. Not bounded here: an engine call, `domain.open`, `Session.close`, a
-snapshot or restore, and the verifier (the scheduler's engine retries and the sandbox's
-own limits bound some of these); an abandoned user turn's thread runs on. A session whose
+batch goes on. So does a `sys.exit()` in a domain's code (`EPISODE_CRASHES`); a
+KeyboardInterrupt stops `run_episodes` (after it closes its sessions). An engine error
+that is one request's fails that request's episodes only (`rollout/engine_calls.py`
+splits the batch to find it); one that fails every request raises, the sessions
+closed and the engine's kept KV caches released first. Not bounded here: an engine
+call, `domain.open`, `Session.close`, a snapshot or restore, and the verifier (the
+scheduler's engine retries and the sandbox's own limits bound some of these); an
+abandoned user turn's thread runs on. A session whose
 sandbox dies (`SandboxError`) is not a crash: the session's snapshot after each
 environment turn lets the episode resume on a fresh session (`domain.open` +
 `restore`), which serves the interrupted turn again (`timings["sandbox_resumes"]`).
@@ -28,6 +33,7 @@ what `rollout/scheduler.py` runs concurrently; `run_episodes` runs them in locks
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -38,7 +44,9 @@ from posttrain.domains.base import Domain, Session
 from posttrain.engines.base import Completion, Engine, GenerationRequest, SamplingParams
 from posttrain.engines.prefix_cache import sample_episode
 from posttrain.rollout.context_strategy import OverLongPolicy, PromptTooLongError, fit_prompt
+from posttrain.rollout.engine_calls import Outcome, describe, generate_apart, shared_failure
 from posttrain.rollout.environment import environment_reply, take_snapshot
+from posttrain.rollout.rendering import encode, render
 from posttrain.tools import (
     ParsedCalls,
     ToolCounters,
@@ -48,33 +56,12 @@ from posttrain.tools import (
 )
 from posttrain.types import Message, Rollout, Task, Turn, Verdict
 
-
-def render(tokenizer: Any, messages: list[Message], add_generation_prompt: bool) -> str:
-    """The chat template applied to `messages`, as text. A tool's output is data, never
-    markup: special-token strings in it (`<|end|>`, `<|im_start|>`, `<tool_call>`) get a
-    zero-width space after their first character, so that encoding the text cannot turn
-    them into the tokens that fake a turn boundary."""
-    plain = [
-        {"role": m.role, "content": defuse(tokenizer, m.content) if m.role == "tool" else m.content}
-        for m in messages
-    ]
-    return str(
-        tokenizer.apply_chat_template(
-            plain, tokenize=False, add_generation_prompt=add_generation_prompt
-        )
-    )
-
-
-def defuse(tokenizer: Any, text: str) -> str:
-    """`text` with each of the tokenizer's special-token strings broken by U+200B."""
-    for special in getattr(tokenizer, "all_special_tokens", ()):
-        if len(special) > 1 and special in text:
-            text = text.replace(special, special[0] + "\u200b" + special[1:])
-    return text
-
-
-def encode(tokenizer: Any, text: str) -> list[int]:
-    return list(tokenizer.encode(text, add_special_tokens=False))
+# What a domain's code (a session, a scripted user, a verifier) may raise that ends its
+# episode as a recorded failure: any error, and SystemExit (a plug-in's `sys.exit()`:
+# nothing in posttrain turns a signal into one during rollouts, `train/preemption.py`
+# polls). A KeyboardInterrupt goes on up: on the caller's thread it may be Ctrl-C. The
+# scheduler's worker threads, where no Ctrl-C arrives, record every BaseException.
+EPISODE_CRASHES = (Exception, SystemExit)
 
 
 def prompt_ids(tokenizer: Any, task: Task) -> list[int]:
@@ -156,48 +143,78 @@ def run_episodes(
     Tool calls go through `tools.guarded_call` under `tool_policy` (default `ToolPolicy()`).
 
     With `max_context` (the model's window), a prompt that leaves fewer than
-    `params.max_tokens` tokens free is handled by `over_long` (default: `error`)."""
-    n = params.n
-    one = SamplingParams(params.max_tokens, params.temperature, params.top_p, 1, params.stop)
-    # A prompt that leaves no room for the turn in the model's window is fitted by the
-    # declared strategy or, under `error`, never reaches the model: a recorded failure.
-    policy = over_long or OverLongPolicy()
-    episodes: list[list[EpisodeState]] = []
-    fitting = []
-    for task in tasks:
-        group = open_group(task, n, get_domain, tokenizer, params, max_context, policy, tool_policy)
-        episodes.append(group)
-        if not all(e.done for e in group):
-            fitting.append(group)
-    flat = [e for group in episodes for e in group]
+    `params.max_tokens` tokens free is handled by `over_long` (default: `error`).
 
-    # First turn: one request per task with n samples sharing the prompt's prefill.
+    An engine error that is one request's (`engine_calls`: found by splitting the
+    batch) is a recorded failure of that request's episodes; one that fails every
+    request (`OSError`, `EngineUnavailable`, a result of the wrong shape) raises, as
+    does a KeyboardInterrupt: either way the sessions opened are closed and the
+    engine's kept KV caches released first."""
+    episodes: list[list[EpisodeState]] = []
+    try:
+        for task in tasks:
+            episodes.append(
+                open_group(task, params.n, get_domain, tokenizer, params, max_context,
+                           over_long or OverLongPolicy(), tool_policy)
+            )  # fmt: skip
+        _run_turns(episodes, engine, tokenizer, params, max_context)
+        release_caches(engine, [e for group in episodes for e in group])
+        return [[finish(e, policy_version) for e in group] for group in episodes]
+    except BaseException:
+        with contextlib.suppress(Exception):  # the error that got us here matters more
+            release_caches(engine, [e for group in episodes for e in group])
+        raise
+    finally:  # sessions `finish` did not reach: an engine error, an interrupt
+        close_sessions([e for group in episodes for e in group])
+
+
+def _run_turns(
+    episodes: list[list[EpisodeState]],
+    engine: Engine,
+    tokenizer: Any,
+    params: SamplingParams,
+    max_context: int | None,
+) -> None:
+    """Every turn of every episode, in lockstep: one batched engine call per turn."""
+    one = SamplingParams(params.max_tokens, params.temperature, params.top_p, 1, params.stop)
+    # First turn: one request per task with n samples sharing the prompt's prefill. A
+    # group whose prompt cannot start (too long, say) never reaches the model.
+    fitting = [g for g in episodes if not all(e.done for e in g)]
     start = time.perf_counter()
-    first = engine.generate(
-        [
-            first_request(g, params)
-            for g in fitting
-        ]
-    ) if fitting else []  # fmt: skip
-    elapsed = (time.perf_counter() - start) / max(1, len(flat))
-    for group, completions in zip(fitting, first, strict=True):
-        for ep, completion in zip(group, completions, strict=True):
+    outcomes = _generate(engine, [first_request(g, params) for g in fitting])
+    elapsed = (time.perf_counter() - start) / max(1, sum(len(g) for g in episodes))
+    for group, outcome in zip(fitting, outcomes, strict=True):
+        for k, ep in enumerate(group):
             if ep.done:  # its session did not open: already a failure; its sample is dropped
                 continue
+            if isinstance(outcome, Exception):
+                ep.error, ep.done = f"engine failed: {describe(outcome)}", True
+                continue
             ep.model_seconds += elapsed
-            _advance(ep, completion, tokenizer, max_context, params.max_tokens)
+            _advance(ep, outcome[k], tokenizer, max_context, params.max_tokens)
 
-    while active := [e for e in flat if not e.done]:
-        requests = [next_request(e, one) for e in active]
+    while active := [e for group in episodes for e in group if not e.done]:
         start = time.perf_counter()
-        results = engine.generate(requests)
+        outcomes = _generate(engine, [next_request(e, one) for e in active])
         elapsed = (time.perf_counter() - start) / len(active)
-        for ep, completions in zip(active, results, strict=True):
+        for ep, outcome in zip(active, outcomes, strict=True):
+            if isinstance(outcome, Exception):
+                ep.error, ep.done = f"engine failed: {describe(outcome)}", True
+                continue
             ep.model_seconds += elapsed
-            _advance(ep, completions[0], tokenizer, max_context, params.max_tokens)
+            _advance(ep, outcome[0], tokenizer, max_context, params.max_tokens)
 
-    release_caches(engine, flat)
-    return [[finish(e, policy_version) for e in group] for group in episodes]
+
+def _generate(engine: Engine, requests: list[GenerationRequest]) -> list[Outcome]:
+    """Per request, its completions or the error that is its own; an error that fails
+    every request (`engine_calls.shared_failure`) raises."""
+    if not requests:
+        return []
+    outcomes = generate_apart(engine, requests)
+    for outcome in outcomes:
+        if isinstance(outcome, Exception) and shared_failure(outcome):
+            raise outcome
+    return outcomes
 
 
 def first_request(group: list[EpisodeState], params: SamplingParams) -> GenerationRequest:
@@ -220,6 +237,18 @@ def next_request(ep: EpisodeState, one: SamplingParams) -> GenerationRequest:
         ep.prompt_ids + ep.completion_ids, one, key=ep.task.id, turn=len(ep.turns),
         messages=list(ep.messages), episode=ep.cache_key,
     )  # fmt: skip
+
+
+def close_sessions(episodes: Sequence[EpisodeState]) -> None:
+    """Close the sessions still open among `episodes` (abandoned or unfinished: a
+    session may hold a sandbox); best effort, as the episodes end either way."""
+    for ep in episodes:
+        session, ep.session = ep.session, None
+        try:
+            if session is not None:
+                session.close()
+        except EPISODE_CRASHES:
+            pass
 
 
 def release_caches(engine: Any, episodes: Sequence[EpisodeState]) -> None:
@@ -281,7 +310,7 @@ def _open(task: Task, domain: Domain | None, ids: list[int], problem: str | None
     if problem is None and opener is not None:
         try:
             ep.session = opener(task, None)
-        except Exception as exc:  # a sandbox that did not start fails this episode only
+        except EPISODE_CRASHES as exc:  # a sandbox that did not start fails this episode only
             problem = f"session open failed: {type(exc).__name__}: {exc}"
     ep.error, ep.done = problem, problem is not None
     ep.snapshot = take_snapshot(ep.session)
@@ -347,7 +376,7 @@ def environment_step(
             ep.done = True
             return
         env = env_token_ids(tokenizer, ep.messages, new, turn.token_ids, next_turn=not last)
-    except Exception as exc:  # a crashed session is a recorded failure, not a dead batch
+    except EPISODE_CRASHES as exc:  # a crashed session is a recorded failure, not a dead batch
         ep.error = f"session failed: {type(exc).__name__}: {exc}"
         ep.done = True
         return
@@ -389,17 +418,18 @@ def finish(ep: EpisodeState, policy_version: int) -> Rollout:
         start = time.perf_counter()
         try:
             rollout.verdict = ep.domain.verify(ep.task, rollout, ep.session)
-        except Exception as exc:  # the verifier failed: say so, never count it as a wrong answer
+        except EPISODE_CRASHES as exc:  # the verifier failed: never count it as a wrong answer
             rollout.verdict = Verdict(
                 0.0, False, "the verifier raised", error=f"{type(exc).__name__}: {exc}"
             )
         rollout.timings["verify_s"] = time.perf_counter() - start
     else:
         rollout.verdict = Verdict(0.0, False, ep.error)
-    if ep.session is not None:
+    session, ep.session = ep.session, None  # closed once, here, whatever happens
+    if session is not None:
         try:
-            ep.session.close()
-        except Exception as exc:
+            session.close()
+        except EPISODE_CRASHES as exc:
             rollout.timings["close_failed"] = 1.0
             rollout.error = rollout.error or f"session close failed: {exc}"
     rollout.tool_stats = (

@@ -14,10 +14,15 @@ one never blocks another:
   waiting work per call, by priority: a group's first turn (one request, `n` samples
   sharing the prefill) or one episode's next turn. A call that raises a transient
   error (`OSError`: connection, timeout) is retried with exponential backoff; after
-  `engine_retries` it, or any other error, ends those episodes as recorded failures.
+  `engine_retries` it ends those episodes as recorded failures. Any other error is
+  not retried: the batch is split until the requests that fail alone are found
+  (`rollout/engine_calls.py`), and only their episodes fail.
 - **env**: `env_workers` threads serve tool calls and scripted users (sandboxes).
 - **verify**: `verify_workers` threads run the verifiers (a raising verifier is a
   `Verdict.error`, `episode.finish`).
+
+On these threads any BaseException a domain's code raises (`sys.exit()` included; no
+Ctrl-C lands there) ends its episode as a recorded failure, so every group completes.
 
 Priority is longest-first with aging: an episode's predicted length is the mean
 episode time of its (domain, difficulty) so far (`LengthModel`), and each second of
@@ -60,8 +65,10 @@ from posttrain.domains.base import Domain
 from posttrain.engines.base import Completion, Engine, GenerationRequest, SamplingParams
 from posttrain.rollout.collector import GroupCollector
 from posttrain.rollout.context_strategy import OverLongPolicy
+from posttrain.rollout.engine_calls import describe, generate_apart
 from posttrain.rollout.episode import (
     EpisodeState,
+    close_sessions,
     environment_step,
     finish,
     first_request,
@@ -216,7 +223,7 @@ class Scheduler(GroupCollector):
                     continue
                 self._inflight -= 1
                 self._cond.notify_all()
-            _close_sessions(group_eps)
+            close_sessions(group_eps)
             raise RuntimeError(
                 f"{self.closed_message}: close() ran while submit was opening task "
                 f"{task.id}'s sessions; that group was not started (its sessions are closed)"
@@ -258,7 +265,7 @@ class Scheduler(GroupCollector):
                 if rollout is None
             ]
             self._running.clear()
-        _close_sessions(unfinished)
+        close_sessions(unfinished)
 
     def __enter__(self) -> Scheduler:
         return self
@@ -313,7 +320,8 @@ class Scheduler(GroupCollector):
             passed: set[EpisodeState] = set()
             try:
                 self._serve(batch, passed)
-            except Exception as exc:  # a bug here must fail episodes, not hang the run
+            except BaseException as exc:  # a bug (or an engine's SystemExit) here must fail
+                # episodes, not hang the run: no Ctrl-C reaches this thread
                 reason = f"scheduler failed: {type(exc).__name__}: {exc}"
                 for w in batch:
                     for ep in self._episodes(w):
@@ -333,59 +341,42 @@ class Scheduler(GroupCollector):
             for ep in self._episodes(w):
                 ep.queue_s += now - w.enqueued
         start = time.perf_counter()
-        results, error = self._generate([self._request(w) for w in live])
+        # A request the engine refuses fails alone (the batch is split to find it); the
+        # results' shape is checked before anything is dispatched: each fails once.
+        outcomes = generate_apart(self.engine, [self._request(w) for w in live], self._call)
         elapsed = time.perf_counter() - start
         self.stats["engine"].served(elapsed, len(live))
-        if results is not None:
-            error = self._misshapen(results, live)
-            if error is not None:  # checked before anything is dispatched: each fails once
-                results = None
         rows = sum(w.rows for w in live)
-        for i, w in enumerate(live):
+        for w, outcome in zip(live, outcomes, strict=True):
             for k, ep in enumerate(self._episodes(w)):
                 if ep.done:  # recorded at `submit`, but the engine may keep its sample's cache
                     with self._cond:
                         self._finished.append(ep)
                     continue
-                if results is None:
-                    ep.error, ep.done = f"engine failed: {error}", True
+                if isinstance(outcome, Exception):
+                    ep.error, ep.done = f"engine failed: {describe(outcome)}", True
                     self._after_turn(w.group, ep)
                 else:
                     ep.model_seconds += elapsed / rows
-                    self._after_generation(w.group, ep, results[i][k])
+                    self._after_generation(w.group, ep, outcome[k])
                 passed.add(ep)
 
-    def _misshapen(self, results: list[list[Completion]], live: list[_Work]) -> str | None:
-        """What is wrong with the shape of the engine's `results` for `live`, if anything:
-        one list per request, with as many completions as the request asked for."""
-        name = type(self.engine).__name__
-        if len(results) != len(live):
-            return f"engine {name} returned {len(results)} results for {len(live)} requests"
-        for i, w in enumerate(live):
-            if len(results[i]) != w.rows:
-                return (
-                    f"engine {name} returned {len(results[i])} completions for request {i} "
-                    f"(task {w.group.task.id}), which asked for {w.rows}"
-                )
-        return None
-
-    def _generate(
-        self, requests: list[GenerationRequest]
-    ) -> tuple[list[list[Completion]] | None, str | None]:
-        delay = self.cfg.retry_backoff_s
-        for attempt in range(self.cfg.engine_retries + 1):
+    def _call(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+        """One engine call; an `OSError` (connection, timeout: infrastructure) is retried
+        with exponential backoff, up to `engine_retries` times, then raised."""
+        delay, attempt = self.cfg.retry_backoff_s, 0
+        while True:
             try:
                 with self._engine_lock:
-                    return self.engine.generate(requests), None
-            except OSError as exc:  # connection, timeout: infrastructure, worth a retry
+                    return self.engine.generate(requests)
+            except OSError as exc:
                 if attempt == self.cfg.engine_retries:
-                    return None, f"{type(exc).__name__}: {exc} (after {attempt} retries)"
-                self.stats["engine"].retried()
-                time.sleep(delay)
-                delay *= 2
-            except Exception as exc:  # a broken request or engine: no retry
-                return None, f"{type(exc).__name__}: {exc}"
-        raise AssertionError("unreachable")
+                    exc.add_note(f"after {attempt} retries")
+                    raise
+            self.stats["engine"].retried()
+            time.sleep(delay)
+            delay *= 2
+            attempt += 1
 
     def _request(self, w: _Work) -> GenerationRequest:
         if w.episode is None:
@@ -420,7 +411,8 @@ class Scheduler(GroupCollector):
             start = time.perf_counter()
             try:
                 environment_step(ep, parsed, self.tokenizer, self.max_context, self.params.max_tokens)  # fmt: skip
-            except Exception as exc:  # environment_step guards sessions; this is a bug
+            except BaseException as exc:  # a bug, or a session's KeyboardInterrupt: on a worker
+                # thread, where no Ctrl-C lands, its episode ends recorded, never lost
                 ep.error, ep.done = f"environment step failed: {type(exc).__name__}: {exc}", True
             self.stats["env"].served(time.perf_counter() - start, 1)
             self._after_turn(group, ep)
@@ -445,10 +437,11 @@ class Scheduler(GroupCollector):
             ep = group.episodes[i]
             try:
                 rollout = finish(ep, group.policy_version)
-            except Exception as exc:  # finish guards verifiers; never lose the episode
+            except BaseException as exc:  # finish guards verifiers; a worker thread (no
+                # Ctrl-C lands here) records any escape, so its group always completes
                 ep.error = f"recording failed: {type(exc).__name__}: {exc}"
-                ep.session = None
-                rollout = finish(ep, group.policy_version)
+                close_sessions([ep])
+                rollout = finish(ep, group.policy_version)  # no domain code left to run
             rollout.timings["queue_s"] = ep.queue_s
             self.stats["verify"].served(time.perf_counter() - start, 1)
             task = group.task
@@ -474,14 +467,3 @@ class Scheduler(GroupCollector):
             job()
 
         pool.submit(run)
-
-
-def _close_sessions(episodes: Sequence[EpisodeState]) -> None:
-    """Close the sessions of abandoned episodes (a session may hold a sandbox)."""
-    for ep in episodes:
-        session, ep.session = ep.session, None
-        try:
-            if session is not None:
-                session.close()
-        except Exception:  # best effort: the episode is abandoned either way
-            pass

@@ -20,3 +20,14 @@ def test_temperatures_below_the_greedy_threshold_are_greedy_at_softmax_temperatu
 def test_a_negative_or_nan_temperature_is_refused(temperature: float) -> None:
     with pytest.raises(ValueError, match="SamplingParams.temperature must be >= 0"):
         SamplingParams(temperature=temperature)
+
+
+def test_a_single_stop_string_is_one_stop_string_not_its_characters() -> None:
+    assert SamplingParams(stop="END").stop == ("END",)
+    assert SamplingParams(stop=["a", "bc"]).stop == ("a", "bc")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("stop", [("",), ("ok", ""), ""])
+def test_an_empty_stop_string_is_refused_naming_stop(stop: tuple[str, ...]) -> None:
+    with pytest.raises(ValueError, match="SamplingParams.stop must hold non-empty strings"):
+        SamplingParams(stop=stop)

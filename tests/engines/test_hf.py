@@ -200,6 +200,17 @@ def test_an_empty_prompt_is_refused(tiny_model: Any, tokenizer: Any) -> None:
         HFEngine(tiny_model, tokenizer).generate([GenerationRequest([], GREEDY)])
 
 
+@pytest.mark.parametrize("bad", [-1, "vocab"])
+def test_a_token_id_outside_the_vocabulary_is_refused_naming_the_request_and_the_id(
+    tiny_model: Any, tokenizer: Any, bad: int | str
+) -> None:
+    vocab = tiny_model.get_input_embeddings().num_embeddings
+    bad_id = vocab if bad == "vocab" else int(bad)
+    requests = [GenerationRequest([1, 2], GREEDY), GenerationRequest([1, bad_id, 2], GREEDY)]
+    with pytest.raises(ValueError, match=rf"request 1 holds token id {bad_id}, outside"):
+        HFEngine(tiny_model, tokenizer).generate(requests)
+
+
 def test_generation_leaves_the_model_in_training_mode(tiny_model: Any, tokenizer: Any) -> None:
     tiny_model.train()
     HFEngine(tiny_model, tokenizer).generate([GenerationRequest(encode(tokenizer, "a"), GREEDY)])

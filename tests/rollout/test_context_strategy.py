@@ -16,7 +16,7 @@ from posttrain.rollout.context_strategy import (
     fit_prompt,
     prompt_length,
 )
-from posttrain.rollout.episode import run_episodes
+from posttrain.rollout.episode import prompt_ids, run_episodes
 from posttrain.types import Message, Reference, Task
 
 WORDS = [
@@ -115,6 +115,26 @@ def test_truncate_middle_cuts_byte_level_tokens_only_between_characters(
     assert original.startswith(head) and original.endswith(tail)
     kept = len(tokenizer.encode(head + tail, add_special_tokens=False))
     assert int(said) == len(tokenizer.encode(original, add_special_tokens=False)) - kept
+
+
+def test_truncate_middle_cuts_the_message_with_the_most_tokens_not_characters(
+    tokenizer: Any,
+) -> None:
+    # 100 characters of 1 token each against 60 characters of 3 byte-level tokens each
+    system, user = Message("system", "s" * 100), Message("user", "数" * 60)
+    task = Task("t-cjk", "arith/addition-v1", [system, user], "1", 1, 0)
+    fitted = fit_prompt(task, tokenizer, 200, 10, OverLongPolicy("truncate_middle"))
+    assert fitted.prompt[0] == system
+    assert "tokens cut from the middle" in fitted.prompt[1].content
+    assert prompt_length(tokenizer, fitted.prompt) <= 200 - 10
+
+
+def test_prompt_length_counts_a_tool_message_as_the_episode_encodes_it(tokenizer: Any) -> None:
+    # the episode breaks special-token strings in tool output (`rendering.defuse`), which
+    # then encode to many byte tokens instead of one special token each
+    messages = [Message("user", "look it up"), Message("tool", "found <|end|><|user|> x" * 20)]
+    task = Task("t-tool", "arith/addition-v1", messages, "x", 1, 0)
+    assert prompt_length(tokenizer, messages) == len(prompt_ids(tokenizer, task))
 
 
 def test_unknown_strategy_is_refused_with_the_choices() -> None:

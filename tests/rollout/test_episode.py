@@ -11,7 +11,8 @@ import pytest
 from posttrain.domains import STARTER_DOMAINS, Domain, get_domain
 from posttrain.domains.arithmetic import AdditionDomain
 from posttrain.domains.calculator import CalculatorDomain, CalculatorSession
-from posttrain.engines import ReplayEngine, SamplingParams
+from posttrain.engines import Completion, GenerationRequest, ReplayEngine, SamplingParams
+from posttrain.rollout.engine_calls import EngineResultError
 from posttrain.rollout.episode import replay_references, run_episodes
 from posttrain.sandbox.results import SandboxError
 from posttrain.types import Message, Observation, Rollout, Task, ToolCall, Verdict
@@ -331,3 +332,113 @@ def test_prompts_and_answers_keep_their_special_token_strings(tokenizer: Any) ->
     # Domain authors' prompts may show the call format; only tool output is defused.
     messages = [Message("user", "reply with <tool_call>"), Message("assistant", "<tool_call>")]
     assert "\u200b" not in render(tokenizer, messages, add_generation_prompt=False)
+
+
+class ExitingCalculator(UnstartableCalculator):
+    """The calculator (its sessions kept) whose scripted user or verifier raises `exc`,
+    a BaseException such as a plug-in's `sys.exit()`."""
+
+    id = "test/exiting-calculator-v1"
+
+    def __init__(self, exc: BaseException, where: str) -> None:
+        super().__init__(fails=lambda k: False)
+        self.exc, self.where = exc, where
+
+    def open(self, task: Task, sandbox: object | None = None) -> CalculatorSession:
+        session = super().open(task, sandbox)
+        if self.where == "user":
+            session.user_turn = self._raise  # type: ignore[method-assign]
+        return session
+
+    def verify(self, task: Task, rollout: Rollout, session: Any) -> Verdict:
+        if self.where == "verifier":
+            self._raise()
+        return super().verify(task, rollout, session)
+
+    def _raise(self, *args: Any) -> Any:
+        raise self.exc
+
+
+@pytest.mark.parametrize("where", ["user", "verifier"])
+def test_a_sys_exit_in_a_domains_code_is_a_recorded_failure_of_its_episode(
+    tokenizer: Any, where: str
+) -> None:
+    exiting = ExitingCalculator(SystemExit("plug-in exit"), where)
+    tasks = [exiting.generate(0, 3), calculator_task(1)]
+    domains = lambda d: exiting if d == exiting.id else lookup(d)  # noqa: E731
+    engine = ReplayEngine(tokenizer)
+    for task in tasks:
+        engine.add(task.id, domains(task.domain).reference(task))
+    [exited], [fine] = run_episodes(tasks, engine, tokenizer, PARAMS, domains)
+    error = exited.error if where == "user" else exited.verdict.error
+    assert error is not None and "SystemExit: plug-in exit" in error
+    assert exited.reward == 0.0 and fine.verdict.passed
+    assert all(s.closed for s in exiting.sessions)
+
+
+def test_a_keyboard_interrupt_in_a_verifier_stops_the_loop_with_every_session_closed(
+    tokenizer: Any,
+) -> None:
+    # On the caller's thread it may be Ctrl-C: it must stop the loop, not become a failure.
+    exiting = ExitingCalculator(KeyboardInterrupt(), "verifier")
+    tasks = [exiting.generate(seed, 3) for seed in range(3)]
+    engine = ReplayEngine(tokenizer)
+    for task in tasks:
+        engine.add(task.id, exiting.reference(task))
+    with pytest.raises(KeyboardInterrupt):
+        run_episodes(tasks, engine, tokenizer, PARAMS, lambda _: exiting)
+    assert len(exiting.sessions) == 3 and all(s.closed for s in exiting.sessions)
+
+
+class BreakingReplay(ReplayEngine):
+    """Replays references until call `fails_at` (from 0), which raises ConnectionError or,
+    with `short`, returns one completion too few; it holds a KV cache for each sample
+    of a request that names its episode until released."""
+
+    def __init__(self, tokenizer: Any, fails_at: int, short: bool = False) -> None:
+        super().__init__(tokenizer)
+        self.fails_at, self.short, self.calls = fails_at, short, 0
+        self.kept: set[str] = set()
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+        from posttrain.engines.prefix_cache import sample_episode
+
+        self.calls += 1
+        for r in requests:
+            if r.episode is not None:
+                n = r.params.n
+                self.kept |= {sample_episode(r.episode, s, n) for s in range(n)}
+        if self.calls - 1 == self.fails_at and not self.short:
+            raise ConnectionError("server went away")
+        out = super().generate(requests)
+        return [r[:-1] for r in out] if self.calls - 1 == self.fails_at else out
+
+    def release(self, episodes: list[str]) -> None:
+        self.kept -= set(episodes)
+
+
+@pytest.mark.parametrize("fails_at", [0, 1])
+def test_an_engine_that_raises_leaves_no_session_open_and_no_kv_cache_kept(
+    tokenizer: Any, fails_at: int
+) -> None:
+    counting = UnstartableCalculator(fails=lambda k: False)
+    tasks = [counting.generate(seed, 3) for seed in range(3)]
+    engine = BreakingReplay(tokenizer, fails_at)
+    for task in tasks:
+        engine.add(task.id, counting.reference(task))
+    params = SamplingParams(max_tokens=256, temperature=0.0, n=2)
+    with pytest.raises(ConnectionError, match="server went away"):
+        run_episodes(tasks, engine, tokenizer, params, lambda _: counting)
+    assert len(counting.sessions) == 6 and all(s.closed for s in counting.sessions)
+    assert engine.kept == set()
+
+
+def test_an_engine_result_of_the_wrong_shape_raises_naming_the_engine(tokenizer: Any) -> None:
+    counting = UnstartableCalculator(fails=lambda k: False)
+    task = counting.generate(0, 3)
+    engine = BreakingReplay(tokenizer, fails_at=0, short=True)
+    engine.add(task.id, counting.reference(task))
+    params = SamplingParams(max_tokens=256, temperature=0.0, n=2)
+    with pytest.raises(EngineResultError, match="engine BreakingReplay returned 1 completions"):
+        run_episodes([task], engine, tokenizer, params, lambda _: counting)
+    assert all(s.closed for s in counting.sessions)

@@ -19,7 +19,14 @@ import pytest
 
 pytest.importorskip("ray")
 
-from posttrain.engines import Completion, GenerationRequest, HFEngine, ReplayEngine, SamplingParams  # noqa: E402
+from posttrain.engines import (  # noqa: E402
+    Completion,
+    EngineUnavailable,
+    GenerationRequest,
+    HFEngine,
+    ReplayEngine,
+    SamplingParams,
+)
 from posttrain.rollout.backends.ray_backend import RayRollouts, ensure_ray  # noqa: E402
 from posttrain.rollout.backends.ray_worker import HFEngineFactory  # noqa: E402
 from posttrain.rollout.episode import run_episodes  # noqa: E402
@@ -35,8 +42,10 @@ EXTRA = [addition(100 + s, 1) for s in range(12)]
 class ProbeEngine(ReplayEngine):
     """Replays references. Its "weights" steer it: {"marker": m} answers "weights m";
     {"delay": s, "signal_dir": d} leaves a file in d, then sleeps s per call;
-    {"raise": msg} raises ValueError(msg); {"load_delay": s, "load_signal": f} makes
-    loading them take s seconds, then write the file f."""
+    {"raise": msg} raises EngineUnavailable(msg), which fails every request of a call
+    (an error of one request's would fail its episodes only, and not the chunk);
+    {"load_delay": s, "load_signal": f} makes loading them take s seconds, then write
+    the file f."""
 
     def __init__(self, tokenizer: Any, tasks: list[Task]) -> None:
         super().__init__(tokenizer)
@@ -52,7 +61,7 @@ class ProbeEngine(ReplayEngine):
 
     def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
         if "raise" in self.state:
-            raise ValueError(self.state["raise"])
+            raise EngineUnavailable(self.state["raise"])
         if "signal_dir" in self.state:
             keys = "\n".join(r.key for r in requests)
             Path(self.state["signal_dir"], f"{os.getpid()}-{uuid.uuid4().hex}").write_text(keys)

@@ -19,6 +19,7 @@ from posttrain.rollout.scheduler import LengthModel, Scheduler, SchedulerConfig
 from posttrain.types import Observation, Rollout, Task, ToolCall
 from tests.rollout.test_episode import (
     PARAMS,
+    ExitingCalculator,
     ExplodingCalculator,
     UnstartableCalculator,
     calculator_task,
@@ -154,6 +155,28 @@ def test_a_crashing_session_and_a_raising_verifier_are_recorded_and_the_batch_go
     assert a.error is not None and "the sandbox went away" in a.error
     assert b.verdict.error is not None and "verifier bug" in b.verdict.error
     assert c.verdict.passed
+
+
+@pytest.mark.parametrize("exc", [SystemExit("plug-in exit"), KeyboardInterrupt("plug-in")])
+@pytest.mark.parametrize("where", ["user", "verifier"])
+def test_a_base_exception_in_a_domains_code_is_recorded_and_its_group_completes(
+    tokenizer: Any, where: str, exc: BaseException
+) -> None:
+    # They run on worker threads, where no Ctrl-C lands: every one is the domain's doing.
+    exiting = ExitingCalculator(exc, where)
+    tasks = [exiting.generate(0, 3), exiting.generate(1, 3)]
+    engine = ReplayEngine(tokenizer)
+    for task in tasks:
+        engine.add(task.id, exiting.reference(task))
+    with Scheduler(engine, tokenizer, lambda _: exiting, PARAMS) as sched:
+        sched.submit(tasks)
+        groups = sched.collect(2, timeout=10.0)  # the old scheduler waited here for ever
+        assert len(groups) == 2 and sched.inflight == 0
+    for [rollout] in groups:
+        error = rollout.verdict.error or rollout.error  # a verifier's SystemExit: its verdict's
+        assert error is not None and f"{type(exc).__name__}: plug-in" in error
+        assert rollout.reward == 0.0 and not rollout.verdict.passed
+    assert all(s.closed for s in exiting.sessions)
 
 
 class SleepySession:
