@@ -41,6 +41,7 @@ from posttrain.ranks import any_rank, is_main
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.store import MetricsLogger, RunDir, TraceStore, degraded_metrics, is_complete
 from posttrain.store.atomic import remove_directory
+from posttrain.train import recipe_inputs as inputs
 from posttrain.train.checkpoint import (
     base_model_record,
     load_checkpoint,
@@ -56,14 +57,9 @@ from posttrain.train.distributed import (
 )
 from posttrain.train.dpo import PreferencePair, mine_pairs, train_dpo
 from posttrain.train.grpo import train_grpo
-from posttrain.train.mixture import (
-    TaskSampler,
-    heldout_tasks,
-    prompt_key,
-)
+from posttrain.train.mixture import heldout_tasks, prompt_key
 from posttrain.train.monitor import TrainingMonitor
 from posttrain.train.preemption import Preempted, StopSignals
-from posttrain.train.recipe_inputs import grpo_sampler, sft_demonstrations, split_off
 from posttrain.train.reporter import Reporter
 from posttrain.train.resume import (
     GRPO_STATE,
@@ -77,7 +73,7 @@ from posttrain.train.resume import (
     unlogged_rows,
 )
 from posttrain.train.sft import SFTLoop, sft_optimizer, train_sft
-from posttrain.types import Rollout
+from posttrain.types import Rollout, Task
 
 # Pairs (baseline, candidate) compared on the held-out tasks.
 COMPARISONS = [
@@ -124,6 +120,7 @@ class Pipeline:
         self.pad_id: int = self.tok.pad_token_id  # type: ignore[attr-defined]
         self.engine = HFEngine(self.policy.model, self.tok, seed=rank_seed(config.seed))
         self.max_context = context_window(self.policy.model)
+        inputs.check_window(config.max_new_tokens, self.max_context)
         x = config.context
         self.over_long = OverLongPolicy(x.over_long, x.retriever, x.order, x.chunk_tokens)
         # Users' data files are read now: a malformed row fails the run at start-up.
@@ -205,8 +202,9 @@ class Pipeline:
 
     def sft_data(self) -> tuple[list[Rollout], list[Rollout]]:
         if self.sft_file is not None:  # the user's conversations instead of domain references
-            return split_off(self.sft_file, self.cfg.sft.val_examples, self.cfg.seed)
-        return sft_demonstrations(self.cfg, self.domains, self.exclude, self.tok)
+            return inputs.split_off(self.sft_file, self.cfg.sft.val_examples, self.cfg.seed)
+        return inputs.sft_demonstrations(self.cfg, self.domains, self.exclude, self.tok,
+                                  self.max_context, self.report.warn)  # fmt: skip
 
     def stage_sft(self, examples: list[Rollout], val: list[Rollout]) -> float:
         c = self.cfg.sft
@@ -272,10 +270,7 @@ class Pipeline:
         self.report.stage("dpo: mining pairs", 1)
         seed = self.cfg.seed
 
-        def mine(stream: str, count: int) -> list[PreferencePair]:
-            tasks = TaskSampler(
-                self.domains, stream, weights=self.mixture, exclude=self.exclude, seed=seed
-            ).sample(count)
+        def mine(tasks: list[Task]) -> list[PreferencePair]:
             return mine_pairs(
                 tasks,
                 self.engine,
@@ -289,9 +284,10 @@ class Pipeline:
             )
 
         if self.dpo_file is not None:  # the user's pairs instead of mined ones
-            pairs, val_pairs = split_off(self.dpo_file, c.val_tasks, seed)
+            pairs, val_pairs = inputs.split_off(self.dpo_file, c.val_tasks, seed)
         else:
-            pairs, val_pairs = mine("dpo", c.num_tasks), mine("dpo-val", c.val_tasks)
+            tasks, val_tasks = inputs.dpo_tasks(self.cfg, self.domains, self.mixture, self.exclude)
+            pairs, val_pairs = mine(tasks), mine(val_tasks)
         if self.stops.poll():  # signalled while mining (minutes, on a big model)
             raise self.stops.preempted("dpo", None)
         self.report.stage("dpo", max(1, -(-len(pairs) // c.batch_size) * c.epochs))
@@ -322,7 +318,7 @@ class Pipeline:
         resume = load_grpo_state(self.state_path) if self.resuming else None
         before = self.treatment_seconds()
         self.clock.run(before + (resume.elapsed_s if resume is not None else 0.0))
-        sampler = grpo_sampler(self.cfg, self.domains, self.mixture, self.exclude)
+        sampler = inputs.grpo_sampler(self.cfg, self.domains, self.mixture, self.exclude)
         res = train_grpo(
             self.replica.trained,  # type: ignore[arg-type]
             self.tok,

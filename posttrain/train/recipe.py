@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import socket
 import tempfile
 from pathlib import Path
 
@@ -98,6 +99,8 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
             "rollout.backend=ray needs the ray package: pip install posttrain[ray] "
             "(or use rollout.backend=local)"
         )
+    if config.rollout.backend == "ray" and config.grpo.enabled and config.rollout.ray_address:
+        check_ray_address(config.rollout.ray_address)
     check_heldout(config, domains)
     check_reward_component(config, domains)
     init_distributed(resolve_device(config.train.device), config.train.timeout_s)
@@ -129,6 +132,23 @@ def _absolute_data_files(config: RunConfig) -> RunConfig:
             absolute = os.path.abspath(settings.data_file)
             update[stage] = settings.model_copy(update={"data_file": absolute})
     return config.model_copy(update=update) if update else config
+
+
+def check_ray_address(address: str, timeout_s: float = 5.0) -> None:
+    """ConfigError unless something answers at `address` (`host:port` or
+    `ray://host:port`; `auto` is Ray's own lookup, not checked): otherwise the run would
+    evaluate and train SFT first and then hang where GRPO joins the cluster."""
+    if address in ("auto", "local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"rollout.ray_address={address!r}: expected host:port or ray://host:port")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"rollout.ray_address={address!r}: no Ray cluster answers ({exc})"
+        ) from None
 
 
 def _installed(package: str) -> bool:

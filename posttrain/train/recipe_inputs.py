@@ -14,6 +14,7 @@ same process that gives an existing id a different dataset is refused, never rep
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from posttrain.config import ConfigError, RunConfig
@@ -22,7 +23,7 @@ from posttrain.domains.base import Domain
 from posttrain.domains.dataset import DatasetDomain, DatasetError
 from posttrain.rollout.episode import replay_references
 from posttrain.train.mixture import TaskSampler, heldout_tasks, prompt_key
-from posttrain.types import Rollout
+from posttrain.types import Rollout, Task
 
 T = TypeVar("T")
 
@@ -106,6 +107,16 @@ def register_datasets(config: RunConfig) -> None:
             raise ConfigError(f"datasets: id {spec.id!r} is already a different domain")
 
 
+def check_window(max_new_tokens: int, window: int | None) -> None:
+    """ConfigError when a turn's budget leaves no room for a prompt in the model's
+    window: every episode would fail before its first token, and the run train nothing."""
+    if window is not None and max_new_tokens >= window:
+        raise ConfigError(
+            f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the model's "
+            f"window of {window} tokens; set it below {window}"
+        )
+
+
 def split_off(items: list[T], held_out: int, seed: int) -> tuple[list[T], list[T]]:
     """A seeded shuffle of `items` split into (train, validation): at most `held_out`
     and at most a fifth of them for validation, at least one left to train on."""
@@ -133,8 +144,27 @@ def grpo_sampler(
     )
 
 
+def dpo_tasks(
+    config: RunConfig, domains: list[Domain], mixture: list[float] | None, exclude: set[str]
+) -> tuple[list[Task], list[Task]]:
+    """DPO's (mining, validation) tasks, none a held-out prompt and no validation prompt
+    a mining one (preference accuracy is then measured on prompts DPO never saw)."""
+    c, seed = config.dpo, config.seed
+    tasks = TaskSampler(domains, "dpo", weights=mixture, exclude=exclude, seed=seed).sample(
+        c.num_tasks
+    )
+    seen = exclude | {prompt_key(t) for t in tasks}
+    val = TaskSampler(domains, "dpo-val", weights=mixture, exclude=seen, seed=seed)
+    return tasks, val.sample(c.val_tasks)
+
+
 def sft_demonstrations(
-    config: RunConfig, domains: list[Domain], exclude: set[str], tokenizer: Any
+    config: RunConfig,
+    domains: list[Domain],
+    exclude: set[str],
+    tokenizer: Any,
+    window: int | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> tuple[list[Rollout], list[Rollout]]:
     """SFT's (train, validation) demonstrations: domain references of difficulties
     1..`sft.max_difficulty` replayed through the episode loop, drawn with
@@ -150,4 +180,28 @@ def sft_demonstrations(
     seen = exclude | {prompt_key(t) for t in tasks}
     val = TaskSampler(domains, "sft-val", difficulties, exclude=seen, seed=config.seed)
     examples = replay_references(tasks, tokenizer, get_domain)
-    return examples, replay_references(val.sample(c.val_examples), tokenizer, get_domain)
+    val_examples = replay_references(val.sample(c.val_examples), tokenizer, get_domain)
+    return _fitting(examples, window, warn, "sft"), _fitting(val_examples, window, warn, "sft-val")
+
+
+def _fitting(
+    examples: list[Rollout], window: int | None, warn: Callable[[str], None] | None, what: str
+) -> list[Rollout]:
+    """The `examples` that fit the model's `window` (a long-context domain's reference
+    can run to millions of tokens: trained on whole, it takes the machine's memory). The
+    others are left out, with a warning naming their cells; none fitting is an error."""
+    if window is None:
+        return examples
+    fit = [r for r in examples if len(r.prompt_ids) + len(r.completion_ids) <= window]
+    if len(fit) < len(examples):
+        cells = sorted({f"{r.domain} d{r.difficulty}" for r in examples if r not in fit})
+        message = (
+            f"{what}: {len(examples) - len(fit)} of {len(examples)} demonstrations are longer "
+            f"than the model's window of {window} tokens and are left out ({', '.join(cells[:6])}"
+            f"{', ...' if len(cells) > 6 else ''}); lower sft.max_difficulty to draw fewer"
+        )
+        if not fit:
+            raise ConfigError(message)
+        if warn is not None:
+            warn(message)
+    return fit

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from posttrain.config import load_config
+from posttrain.config import ConfigError, load_config
 from posttrain.domains import STARTER_DOMAINS, get_domain
 from posttrain.domains.base import prompt_key as messages_key
 from posttrain.train.mixture import TaskSampler, heldout_tasks, prompt_key
-from posttrain.train.recipe_inputs import grpo_sampler, sft_demonstrations
+from posttrain.train.recipe_inputs import dpo_tasks, grpo_sampler, sft_demonstrations
 from posttrain.types import Message, Rollout, Task
 
 DOMAINS = [get_domain(i) for i in STARTER_DOMAINS]
@@ -303,3 +303,29 @@ def test_sft_validation_prompts_are_none_of_its_training_prompts(tokenizer: Any)
     train, val = sft_demonstrations(config, domains, set(), tokenizer)
     seen = {prompt_key_of(r) for r in train}
     assert len(val) == 256 and not seen & {prompt_key_of(r) for r in val}
+
+
+def test_dpo_validation_prompts_are_none_of_its_mining_prompts() -> None:
+    config = load_config(None, ["dpo.num_tasks=1000", "dpo.val_tasks=256"])
+    domains = [get_domain(d) for d in config.domains]
+    tasks, val = dpo_tasks(config, domains, None, set())
+    assert len(val) == 256 and not {prompt_key(t) for t in tasks} & {prompt_key(t) for t in val}
+
+
+def test_demonstrations_longer_than_the_window_are_left_out_with_a_warning(
+    tokenizer: Any,
+) -> None:
+    # A long-context domain's reference ran to millions of tokens and SFT took the
+    # machine's memory; none fitting at all is an error.
+    config = load_config(None, ["sft.num_examples=64", "sft.val_examples=16"])
+    domains = [get_domain(d) for d in config.domains]
+    whole, _ = sft_demonstrations(config, domains, set(), tokenizer)
+    lengths = sorted(len(r.prompt_ids) + len(r.completion_ids) for r in whole)
+    window = lengths[len(lengths) // 2]
+    warnings: list[str] = []
+    train, _ = sft_demonstrations(config, domains, set(), tokenizer, window, warnings.append)
+    assert 0 < len(train) < len(whole)
+    assert all(len(r.prompt_ids) + len(r.completion_ids) <= window for r in train)
+    assert warnings and f"window of {window} tokens" in warnings[0]
+    with pytest.raises(ConfigError, match="longer than the model's window"):
+        sft_demonstrations(config, domains, set(), tokenizer, lengths[0] - 1)

@@ -4,6 +4,7 @@ naming the field, before the run directory exists or the pipeline is built."""
 
 from __future__ import annotations
 
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,8 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from posttrain.cli import app
+from posttrain.config import ConfigError
+from posttrain.train.recipe import check_ray_address
 
 Invoke = Callable[..., Result]
 
@@ -85,3 +88,39 @@ def test_a_reward_component_no_verdict_has_exits_2_before_the_run_directory(
 def test_a_reward_component_a_verdict_has_reaches_the_pipeline(run: Invoke) -> None:
     result = run("grpo.reward_component=digits")
     assert isinstance(result.exception, PipelineReached), result.output
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:  # bound, never listening: nothing answers there
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_ray_address_nobody_answers_exits_2_before_the_run_directory(
+    run: Invoke, tmp_path: Path
+) -> None:
+    # It had evaluated and trained SFT, then hung where GRPO joined the cluster.
+    result = run("rollout.backend=ray", f"rollout.ray_address=127.0.0.1:{_closed_port()}")
+    assert result.exit_code == 2, result.output
+    assert "no Ray cluster answers" in " ".join(result.output.split())
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_ray_address_that_answers_passes_and_a_malformed_one_is_named() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        check_ray_address(f"127.0.0.1:{server.getsockname()[1]}")
+        check_ray_address(f"ray://127.0.0.1:{server.getsockname()[1]}")
+    check_ray_address("auto")  # Ray's own lookup
+    with pytest.raises(ConfigError, match="expected host:port"):
+        check_ray_address("cluster-without-port")
+
+
+def test_a_turn_budget_the_models_window_cannot_hold_exits_2(tmp_path: Path) -> None:
+    # Every episode had failed before its first token and the run finished "trained".
+    result = CliRunner().invoke(
+        app, ["run", f"out_dir={tmp_path}", "model.max_positions=128", "max_new_tokens=200"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "max_new_tokens=200" in result.output and "window of 128" in result.output
