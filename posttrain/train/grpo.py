@@ -34,6 +34,13 @@ from posttrain.ranks import all_reduce_sum, is_distributed, world_size
 from posttrain.rollout.context_strategy import OverLongPolicy
 from posttrain.train.batches import micro_split, model_device, pack
 from posttrain.train.distributed import PolicyReplica, gradient_sync, local_share, main_only, unwrap
+from posttrain.train.group_rewards import (
+    cut_off,
+    has_spread,
+    select_groups,
+    trainable,
+    trained_reward,
+)
 from posttrain.train.guidance import Guidance
 from posttrain.train.losses import (
     batch_advantages,
@@ -41,7 +48,6 @@ from posttrain.train.losses import (
     grpo_advantages,
     grpo_loss,
     micro_batch_weight,
-    rewards_differ,
     rloo_advantages,
 )
 from posttrain.train.mixture import TaskSampler
@@ -68,7 +74,7 @@ from posttrain.train.shared_prefix import (
     share_plan,
 )
 from posttrain.train.step_guard import StepGuard
-from posttrain.types import Rollout, Task
+from posttrain.types import Rollout
 
 LogFn = Callable[[int, dict[str, float]], None]
 RecordFn = Callable[[list[Rollout]], dict[str, float] | None]  # -> metrics logged with the step
@@ -297,8 +303,10 @@ def train_grpo(
             rollout_s = time.perf_counter() - t0
 
             # 2. Advantages; groups with no reward spread carry no gradient and are dropped.
-            rewards = torch.tensor([trained_reward(r, shaping) for r in rollouts])  # [B*G]
-            scored = [r.scored for r in rollouts]  # False: a crash or a verifier that raised
+            # False: a crash, a verifier that raised, a trained reward that is no number
+            scored = [trainable(r, shaping) for r in rollouts]
+            rewards = torch.tensor([trained_reward(r, shaping) if ok else 0.0
+                                    for r, ok in zip(rollouts, scored, strict=True)])  # fmt: skip
             advantages, keep = step_advantages(rewards, cfg, scored)
             advantages = advantages.to(device)
             truncated = [cut_off(r) for r in rollouts]
@@ -451,38 +459,6 @@ def train_grpo(
         mean_reward_first=sum(rewards_seen[:window]) / max(1, len(rewards_seen[:window])),
         mean_reward_last=sum(rewards_seen[-window:]) / max(1, len(rewards_seen[-window:])),
     )
-
-
-def cut_off(rollout: Rollout) -> bool:
-    """Whether the rollout's last turn was cut by the token budget."""
-    return rollout.turns[-1].finish_reason == "length" if rollout.turns else False
-
-
-def trained_reward(rollout: Rollout, component: str | None = None) -> float:
-    """What the advantages are computed from: the verdict's `component` when it has
-    one (`grpo.reward_component`, dense shaping), else its reward."""
-    if component is None:
-        return rollout.reward
-    return rollout.verdict.components.get(component, rollout.reward)
-
-
-def has_spread(group: list[Rollout], component: str | None = None) -> bool:
-    """Whether a group's trained rewards differ (else a group baseline gives it no
-    gradient); a rollout that was not scored has no reward to compare."""
-    return rewards_differ([trained_reward(r, component) for r in group if r.scored])
-
-
-def select_groups(
-    sampled: list[tuple[Task, list[Rollout]]],
-    count: int,
-    signal_first: bool,
-    component: str | None = None,
-) -> list[tuple[Task, list[Rollout]]]:
-    """The step's `count` groups: as drawn, or (dynamic sampling) those with reward
-    spread first, topped up in draw order by the others when too few have it."""
-    if not signal_first:
-        return sampled[:count]
-    return sorted(sampled, key=lambda g: not has_spread(g[1], component))[:count]  # stable
 
 
 def ramp_ceiling(cfg: GRPOConfig, step: int, elapsed_s: float) -> int | None:

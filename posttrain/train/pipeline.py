@@ -286,7 +286,8 @@ class Pipeline:
         if self.dpo_file is not None:  # the user's pairs instead of mined ones
             pairs, val_pairs = inputs.split_off(self.dpo_file, c.val_tasks, seed)
         else:
-            tasks, val_tasks = inputs.dpo_tasks(self.cfg, self.domains, self.mixture, self.exclude)
+            tasks, val_tasks = inputs.dpo_tasks(self.cfg, self.domains, self.mixture,
+                                                self.exclude, self.report.warn)  # fmt: skip
             pairs, val_pairs = mine(tasks), mine(val_tasks)
         if self.stops.poll():  # signalled while mining (minutes, on a big model)
             raise self.stops.preempted("dpo", None)

@@ -145,17 +145,44 @@ def grpo_sampler(
 
 
 def dpo_tasks(
-    config: RunConfig, domains: list[Domain], mixture: list[float] | None, exclude: set[str]
+    config: RunConfig,
+    domains: list[Domain],
+    mixture: list[float] | None,
+    exclude: set[str],
+    warn: Callable[[str], None] | None = None,
 ) -> tuple[list[Task], list[Task]]:
     """DPO's (mining, validation) tasks, none a held-out prompt and no validation prompt
-    a mining one (preference accuracy is then measured on prompts DPO never saw)."""
+    a mining one (preference accuracy is then measured on prompts DPO never saw; see
+    `validation_tasks` for a mix too small for that)."""
     c, seed = config.dpo, config.seed
     tasks = TaskSampler(domains, "dpo", weights=mixture, exclude=exclude, seed=seed).sample(
         c.num_tasks
     )
-    seen = exclude | {prompt_key(t) for t in tasks}
-    val = TaskSampler(domains, "dpo-val", weights=mixture, exclude=seen, seed=seed)
-    return tasks, val.sample(c.val_tasks)
+
+    def stream(excluded: set[str]) -> TaskSampler:
+        return TaskSampler(domains, "dpo-val", weights=mixture, exclude=excluded, seed=seed)
+
+    return tasks, validation_tasks(stream, c.val_tasks, exclude, tasks, warn, "dpo")
+
+
+def validation_tasks(
+    stream: Callable[[set[str]], TaskSampler],
+    count: int,
+    exclude: set[str],
+    training: list[Task],
+    warn: Callable[[str], None] | None,
+    stage: str,
+) -> list[Task]:
+    """`count` tasks of the validation `stream` (built with the prompts it must skip),
+    none a held-out (`exclude`) or `training` prompt. A mix whose every prompt training
+    drew (a small dataset) has none left: its validation then shares training's
+    prompts, with a warning."""
+    try:
+        return stream(exclude | {prompt_key(t) for t in training}).sample(count)
+    except ValueError:
+        if warn is not None:
+            warn(f"{stage}: too few prompts outside the training ones; validation shares them")
+        return stream(exclude).sample(count)
 
 
 def sft_demonstrations(
@@ -177,10 +204,13 @@ def sft_demonstrations(
     weights = [c.domain_weights.get(d.id, 1.0) for d in domains]
     train = TaskSampler(domains, "sft", difficulties, weights, exclude=exclude, seed=config.seed)
     tasks = train.sample(c.num_examples)
-    seen = exclude | {prompt_key(t) for t in tasks}
-    val = TaskSampler(domains, "sft-val", difficulties, exclude=seen, seed=config.seed)
+
+    def stream(excluded: set[str]) -> TaskSampler:
+        return TaskSampler(domains, "sft-val", difficulties, exclude=excluded, seed=config.seed)
+
+    val = validation_tasks(stream, c.val_examples, exclude, tasks, warn, "sft")
     examples = replay_references(tasks, tokenizer, get_domain)
-    val_examples = replay_references(val.sample(c.val_examples), tokenizer, get_domain)
+    val_examples = replay_references(val, tokenizer, get_domain)
     return _fitting(examples, window, warn, "sft"), _fitting(val_examples, window, warn, "sft-val")
 
 

@@ -209,6 +209,28 @@ class YesWithPartialCredit(SayYes):
         return Verdict(0.0, False, "never exactly right", {"close": close})
 
 
+class YesWithANaNComponent(SayYes):
+    """SayYes whose verifier puts NaN in the component trained on."""
+
+    id = "test/yes-nan-v1"
+
+    def verify(self, task: Task, rollout: Rollout, session: Any) -> Verdict:
+        right = rollout.final_text == "yes"
+        return Verdict(float(right), right, "", {"close": float("nan")})
+
+
+def test_a_nan_component_leaves_its_rollout_out_instead_of_poisoning_the_update(
+    tiny_model: Any, tokenizer: Any
+) -> None:
+    # Its group's advantages had all been NaN, so every update was skipped as a
+    # non-finite gradient until the stage stopped.
+    before = weights(tiny_model)
+    cfg = SMALL.model_copy(update={"refill_rounds": 0, "reward_component": "close"})
+    logged = run_grpo(tiny_model, tokenizer, ["yes", "no"], cfg, domain=YesWithANaNComponent())
+    assert all(v["skipped_updates"] == 0.0 and v["groups_with_signal"] == 0.0 for v in logged)
+    assert same_weights(before, weights(tiny_model))
+
+
 @pytest.mark.parametrize(("component", "moves"), [(None, False), ("close", True), ("x", False)])
 def test_reward_component_trains_on_a_verdict_component_where_verdicts_have_it(
     tiny_model: Any, tokenizer: Any, component: str | None, moves: bool
