@@ -162,7 +162,14 @@ def sandbox_exec(
     import sys
 
     from posttrain.sandbox import Sandbox, SandboxSpec, SandboxUnavailable
+    from posttrain.sandbox.results import MAX_LIMITS, check_limit, check_seconds
 
+    try:  # the options by their names, before a sandbox starts
+        check_seconds("--timeout", timeout)
+        check_limit("--mem (MB)", mem, MAX_LIMITS["memory_mb"])
+    except ValueError as exc:
+        fail(str(exc))
+        return
     try:
         spec = SandboxSpec(isolation=isolation, memory_mb=mem, timeout_s=timeout)
         with Sandbox(spec) as sandbox:

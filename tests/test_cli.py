@@ -359,6 +359,21 @@ def test_sandbox_exec_memory_limit_applies() -> None:
     assert result.returncode == 1 and "MemoryError" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--timeout", "inf"), ("--timeout", "1e300"), ("--timeout", "nan"), ("--timeout", "0"),
+     ("--mem", "99999999999999"), ("--mem", "0")],
+)  # fmt: skip
+def test_sandbox_exec_a_limit_no_sandbox_can_take_exits_2_naming_it(
+    option: str, value: str
+) -> None:
+    """inf was an OverflowError, 1e300 "timestamp out of range", a huge --mem the
+    child's traceback with exit code 126."""
+    result = posttrain("sandbox", "exec", option, value, "--", "true")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"error: {option}") and result.stderr.count("\n") == 1
+
+
 def test_sandbox_exec_bad_isolation_exits_2() -> None:
     result = posttrain("sandbox", "exec", "--isolation", "docker", "--", "true")
     assert result.returncode == 2 and "isolation" in result.stderr

@@ -11,6 +11,35 @@ import tarfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+# The largest values the limits take: beyond any task's needs, within what every consumer
+# takes (an rlimit in bytes fits 64 bits, a deadline a C timeval, a cgroup quota an int).
+MAX_TIMEOUT_S = 7 * 86_400.0
+MAX_LIMITS = {
+    "memory_mb": 1 << 24,  # 16 TiB
+    "max_processes": 1 << 22,  # the kernel's largest pid_max
+    "max_open_files": 1 << 20,  # the kernel's default nr_open
+    "max_file_mb": 1 << 24,
+    "tmpfs_mb": 1 << 24,
+}
+MAX_CPU_CORES = 4096.0
+
+
+def check_seconds(name: str, value: float) -> float:
+    """`value` as a float when it is a number of seconds in (0, MAX_TIMEOUT_S]; else
+    ValueError naming `name` (infinity and NaN too: they would overflow a deadline)."""
+    seconds = float(value)
+    if not 0 < seconds <= MAX_TIMEOUT_S:  # NaN fails too
+        raise ValueError(
+            f"{name} must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}], got {value}"
+        )
+    return seconds
+
+
+def check_limit(name: str, value: int, most: int) -> None:
+    """ValueError naming `name` unless `value` is an integer in 1..`most`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise ValueError(f"{name} must be an integer in 1..{most}, got {value!r}")
+
 
 @dataclass(frozen=True)
 class SandboxSpec:
@@ -44,11 +73,16 @@ class SandboxSpec:
             raise ValueError(
                 f"sandbox isolation must be auto, bwrap, unshare or none, not {self.isolation!r}"
             )
-        for name in ("memory_mb", "max_processes", "max_open_files", "max_file_mb", "tmpfs_mb"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"sandbox {name} must be positive, got {getattr(self, name)}")
-        if self.timeout_s <= 0 or self.output_cap < 0 or self.cpu_cores <= 0:
-            raise ValueError("sandbox timeout_s and cpu_cores must be positive, output_cap ≥ 0")
+        for name, most in MAX_LIMITS.items():
+            check_limit(f"sandbox {name}", getattr(self, name), most)
+        check_seconds("sandbox timeout_s", self.timeout_s)
+        check_seconds("sandbox start_timeout_s", self.start_timeout_s)
+        if not 0 < self.cpu_cores <= MAX_CPU_CORES:  # NaN fails too
+            raise ValueError(
+                f"sandbox cpu_cores must be in (0, {MAX_CPU_CORES:g}], got {self.cpu_cores}"
+            )
+        if self.output_cap < 0:
+            raise ValueError(f"sandbox output_cap must be >= 0, got {self.output_cap}")
 
 
 class SandboxError(RuntimeError):

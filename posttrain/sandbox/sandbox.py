@@ -73,6 +73,7 @@ from posttrain.sandbox.results import (
     SandboxSpec,
     SandboxUnavailable,
     Snapshot,
+    check_seconds,
     task_rlimits,
 )
 
@@ -311,8 +312,9 @@ class Sandbox:
         stdin: str | bytes | None = None,
     ) -> ExecResult:
         """Run `cmd` (an argv of str, bytes or paths, or a string for `/bin/sh -c`) in the
-        workspace. Raises ValueError for an empty argv, TypeError for an argument of
-        another type (naming it); the sandbox is untouched then."""
+        workspace. Raises ValueError for an empty argv or a timeout that is not a number
+        of seconds in (0, 7 days], TypeError for an argument of another type (naming
+        it); the sandbox is untouched then."""
         if isinstance(cmd, str):
             argv = ["/bin/sh", "-c", cmd]
         else:
@@ -327,9 +329,7 @@ class Sandbox:
 
     def _task(self, req: dict[str, Any], timeout: float | None, stdin: str | bytes | None) -> ExecResult:  # fmt: skip
         spec = self.spec
-        timeout = spec.timeout_s if timeout is None else float(timeout)
-        if timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout}")
+        timeout = spec.timeout_s if timeout is None else check_seconds("timeout", timeout)
         req.update(
             timeout=timeout,
             output_cap=spec.output_cap,

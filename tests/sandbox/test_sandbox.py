@@ -245,6 +245,10 @@ def test_a_value_of_the_wrong_type_raises_and_leaves_the_sandbox_alone(
 def test_bad_timeout_and_empty_command_raise(sb: Sandbox) -> None:
     with pytest.raises(ValueError, match="timeout"):
         sb.run_python("pass", timeout=0)
+    for endless in (float("inf"), float("nan"), 1e300):  # overflowed the CPU rlimit, a deadline
+        with pytest.raises(ValueError, match=r"^timeout must be a number of seconds in \(0, "):
+            sb.exec(["true"], timeout=endless)
+    assert sb.exec(["true"], timeout=5).exit_code == 0  # the sandbox is untouched
     with pytest.raises(ValueError, match="command"):
         sb.exec([])
 
