@@ -27,6 +27,7 @@ a server that does not honour `temperature=0` is not greedy.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,12 +220,17 @@ def run_eval(spec: EvalSpec) -> dict[str, Any]:
     if spec.seed < 0:  # offset + seed * 10**6 would fall below the held-out offset, where
         # the training streams (sft, dpo, grpo) draw their tasks: not held out at all
         raise EvalSpecError(f"--seed must be >= 0, got {spec.seed}")
+    if spec.seed >= 2**31:  # the bound of a run's seed; torch's overflows not far above
+        raise EvalSpecError(f"--seed must be below 2**31, got {spec.seed}")
     if spec.max_tokens is not None and spec.max_tokens < 1:  # 0 would mean the default
         raise EvalSpecError(f"--max-tokens must be >= 1, got {spec.max_tokens}")
     if spec.concurrency < 1:
         raise EvalSpecError(f"--concurrency must be >= 1, got {spec.concurrency}")
-    if not spec.temperature >= 0:  # NaN too; checked before the greedy pass, not after it
-        raise EvalSpecError(f"--temperature must be >= 0, got {spec.temperature}")
+    if not 0 <= spec.temperature < math.inf:  # NaN too; before the greedy pass, not after it
+        raise EvalSpecError(f"--temperature must be >= 0 and finite, got {spec.temperature}")
+    if not 0 < spec.timeout_s < math.inf:
+        raise EvalSpecError(f"timeout_s must be > 0 and finite, got {spec.timeout_s}")
+    given_max_tokens = spec.max_tokens
     spec, seed_offset = run_defaults(spec)
     n = spec.n or 20
     domains = select_domains(spec.domains or ["arith/addition-v1", "text/reverse-v1",
@@ -242,6 +248,13 @@ def run_eval(spec: EvalSpec) -> dict[str, Any]:
     engine, tokenizer, described = load_engine(spec)
     try:
         max_context = context_window(getattr(engine, "model", None))  # a remote engine: none
+        if max_context is not None and max_tokens >= max_context:  # every episode would fail
+            named = ("--max-tokens" if given_max_tokens else
+                     "the run's max_new_tokens" if spec.max_tokens else "the default --max-tokens")  # fmt: skip
+            raise EvalSpecError(
+                f"{named} {max_tokens} leaves no room for a prompt in the model's context "
+                f"window of {max_context} tokens; give fewer than {max_context}"
+            )
         result = evaluate("eval", tasks, engine, tokenizer, get_domain, max_tokens,
                           max_context=max_context)  # fmt: skip
         samples: dict[str, list[bool]] | None = None

@@ -118,6 +118,16 @@ def test_the_command_writes_results_and_a_report_then_compare_reads_them(tmp_pat
         (["eval", "tiny", "--max-tokens", "0"], "--max-tokens must be >= 1, got 0"),
         (["eval", "tiny", "--concurrency", "0"], "--concurrency must be >= 1, got 0"),
         (["eval", "tiny", "--k", "2", "--temperature", "-1"], "--temperature must be >= 0"),
+        # inf ran the whole evaluation, then failed writing results.json (not JSON)
+        (
+            ["eval", "tiny", "--k", "2", "--temperature", "inf"],
+            "--temperature must be >= 0 and finite, got inf",
+        ),
+        (
+            ["eval", "tiny", "--k", "2", "--temperature", "nan"],
+            "--temperature must be >= 0 and finite, got nan",
+        ),
+        (["eval", "tiny", "--seed", "99999999999999999999"], "--seed must be below 2**31"),
         (["eval", "openai:ftp://x"], "needs an http(s) URL"),
         (["compare", "nope-a", "nope-b"], "neither a results file nor a run directory"),
         (["compare", "nope-a", "nope-b", "--alpha", "5"], "--alpha must be in (0, 1), got 5"),
@@ -129,6 +139,28 @@ def test_bad_input_exits_2_with_one_line(args: list[str], needle: str) -> None:
     res = runner.invoke(app, args)
     assert res.exit_code == 2, res.output
     assert needle in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("max_tokens", ["99999999999999999999", "window"])
+def test_max_tokens_not_below_the_context_window_is_refused_before_any_task_runs(
+    monkeypatch: pytest.MonkeyPatch, max_tokens: str
+) -> None:
+    """Every episode failed (its prompt left no room), and the evaluation ran to the end."""
+    import posttrain.eval.evaluate
+    from posttrain.models.loading import context_window, load_policy
+
+    window = context_window(load_policy("tiny").model)
+    assert window is not None
+    given = str(window) if max_tokens == "window" else max_tokens
+
+    def tripwire(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the evaluation ran")
+
+    monkeypatch.setattr(posttrain.eval.evaluate, "evaluate", tripwire)
+    res = runner.invoke(app, ["eval", "tiny", "--domains", "arith/addition-v1", "--n", "1",
+                              "--max-tokens", given])  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert f"--max-tokens {given} leaves no room for a prompt in the model's context window of {window} tokens" in res.output  # fmt: skip
 
 
 def test_more_tasks_than_a_domain_has_prompts_is_refused_naming_n() -> None:
