@@ -20,7 +20,8 @@ Layout (paths are properties, so no other room spells a file name):
     .lock             held by the process that runs it (`lock`), with its pid
 
 `create` fails early, with a `RunDirError` naming the path and the reason, when
-the root cannot be created or written; it never reuses an existing run folder.
+the root cannot be created or written; it never reuses an existing run folder. `open`
+refuses a folder without `config.yaml` before writing anything in it.
 Not guaranteed: the writability check happens once, at creation; a disk that
 fills up or a permission changed later surfaces as an OSError where it happens.
 `lock` is an `fcntl.flock`: it holds between processes of one machine on a local file
@@ -102,13 +103,17 @@ class RunDir:
 
     @classmethod
     def open(cls, path: str | Path) -> RunDir:
-        """An existing run directory, to resume or read; it must exist and be writable."""
+        """An existing run directory, to resume: it must exist, hold `config.yaml` and be
+        writable. Nothing is written (`checkpoints/` made) until those checks pass, so a
+        folder given by mistake is left as it was."""
         path = Path(path)
+        run = cls(path)
         if not path.is_dir():
             raise RunDirError(f"run directory {path} does not exist or is not a directory")
+        if not run.config_path.is_file():
+            raise RunDirError(f"{path} has no config.yaml; is it a run directory?")
         if not os.access(path, os.W_OK | os.X_OK):
             raise RunDirError(f"run directory {path} is not writable: Permission denied")
-        run = cls(path)
         run.checkpoints.mkdir(exist_ok=True)
         return run
 

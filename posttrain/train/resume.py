@@ -175,9 +175,7 @@ def open_for_resume(path: str | Path) -> tuple[RunDir, RunConfig]:
     try:
         run = RunDir.open(path)
     except RunDirError as exc:
-        raise ConfigError(f"resume: {exc}") from None
-    if not run.config_path.is_file():
-        raise ConfigError(f"resume: {run.path} has no config.yaml; is it a run directory?")
+        raise ConfigError(f"resume: {exc}") from None  # no config.yaml: nothing written
     try:
         # A run writes its whole config; an empty one would resume under the defaults.
         if not read_recipe(run.config_path):

@@ -159,7 +159,14 @@ def test_write_summary_writes_markdown(tmp_path: Path) -> None:
 
 def test_open_returns_existing_run(tmp_path: Path) -> None:
     created = RunDir.create(tmp_path, name="r")
+    created.write_config({"seed": 0})
     assert RunDir.open(tmp_path / "r") == created
+
+
+def test_open_refuses_a_folder_without_config_yaml_and_writes_nothing(tmp_path: Path) -> None:
+    with pytest.raises(RunDirError, match=r"has no config\.yaml; is it a run directory\?"):
+        RunDir.open(tmp_path)
+    assert not any(tmp_path.iterdir())  # no checkpoints/ left behind
 
 
 def test_open_missing_run_raises_clear_error(tmp_path: Path) -> None:
@@ -187,6 +194,7 @@ def test_read_config_names_a_missing_or_broken_file(
 
 def test_a_run_locked_by_one_holder_is_refused_to_another_naming_the_pid(tmp_path: Path) -> None:
     run = RunDir.create(tmp_path, "run")
+    run.write_config({"seed": 0})
     in_use = rf"^run {re.escape(str(run.path))} is in use \(pid {os.getpid()}\)$"
     with run.lock():
         assert run.lock_path.read_text() == f"{os.getpid()}\n"

@@ -167,6 +167,16 @@ def test_resume_of_a_missing_run_is_a_clear_error(tmp_path: Path) -> None:
     assert result.returncode == 2 and "does not exist" in result.stderr
 
 
+def test_resume_of_a_folder_without_config_yaml_is_refused_writing_nothing(
+    tmp_path: Path,
+) -> None:
+    """It made checkpoints/ in the folder (any folder, given by mistake) before refusing."""
+    (tmp_path / "notes.txt").write_text("mine\n")
+    with pytest.raises(ConfigError, match=rf"^resume: {tmp_path} has no config\.yaml; is it a run"):
+        open_for_resume(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
 def test_resume_of_a_folder_with_a_foreign_config_yaml_names_that_file(tmp_path: Path) -> None:
     (tmp_path / "config.yaml").write_text("model: gpt2\nlearning_rate: 3\n")
     with pytest.raises(ConfigError) as info:
