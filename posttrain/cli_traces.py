@@ -17,8 +17,9 @@ may name only a new file or an earlier export (`export-*`): the run's own files
 (metrics.jsonl, alerts.jsonl, ...) are never overwritten. Every command takes `--json`
 except `export`. Bad input (a missing run or trace store, an unknown id, a bad format
 or suffix, an `--out` that is a file of the run, a stored row that does not read back
-as a rollout) exits with code 2 and one line naming it; `rescore` and `export` stop at
-such a row rather than skip it.
+as a rollout, a `rescore` filter that matches no stored rollout) exits with code 2 and
+one line naming it (`rescore` then leaves an earlier rescore.json alone); `rescore` and
+`export` stop at such a row rather than skip it.
 
 `traces list` prints at most 100 rows as a table unless `--limit` is given (the
 count line covers every match; `--json` prints them all): rich lays a table out at
@@ -153,6 +154,7 @@ def rescore_command(run: RunArg, domain: DomainOpt = None, stage: StageOpt = Non
     from posttrain.types import json_text
 
     with _open_store(run) as store:
+        _require_a_match(store, domain, stage)  # before rescore.json is written over
         report = rescore(_Counting(_call(lambda: store.select(domain, stage))))
     doc = {"run": str(run), "domain": domain, "stage": stage, "rescored_at": time.time(),
            **report.to_json()}  # fmt: skip
@@ -251,6 +253,22 @@ def _open_store(run: Path) -> TraceStore:
     except sqlite3.DatabaseError as exc:
         fail(f"{path} cannot be opened as a trace store: {exc}")
     return store
+
+
+def _require_a_match(store: TraceStore, domain: str | None, stage: str | None) -> None:
+    """Exit with code 2 when the filters match no stored rollout, naming them and what the
+    store holds: a misspelled filter is not a report that nothing changed."""
+    if (domain is None and stage is None) or _call(lambda: store.query(domain, stage, limit=1)):
+        return
+    given = " ".join(f"--{k} {v!r}" for k, v in (("domain", domain), ("stage", stage)) if v)
+    held = "; ".join(f"{column}s: {_listed(store.distinct(column))}"
+                     for column in ("domain", "stage"))  # fmt: skip
+    fail(f"{given} matches no stored rollout; the store holds {held}")
+
+
+def _listed(values: list[str], most: int = 20) -> str:
+    shown = ", ".join(values[:most]) or "none"
+    return shown if len(values) <= most else f"{shown}, ... ({len(values)} in all)"
 
 
 def _call(thunk: Callable[[], T]) -> T:

@@ -156,6 +156,27 @@ def test_rescore_leaves_the_stored_rollouts_alone(run: Path) -> None:
         assert [r.to_json() for r in store.select()] == before
 
 
+@pytest.mark.parametrize(
+    ("filters", "named"),
+    [(["--domain", "arith/additon-v1"], "--domain 'arith/additon-v1'"),
+     (["--stage", "nope"], "--stage 'nope'"),
+     (["--domain", "arith", "--stage", "eval/sft"], "--domain 'arith' --stage 'eval/sft'")],
+)  # fmt: skip
+def test_rescore_filters_matching_nothing_exit_2_and_keep_the_last_report(
+    run: Path, filters: list[str], named: str
+) -> None:
+    """A misspelled filter exited 0 with "0 changed" and wrote over rescore.json."""
+    assert posttrain("rescore", run).exit_code == 0
+    report = (run / "rescore.json").read_text()
+    result = posttrain("rescore", run, *filters)
+    assert result.exit_code == 2, result.output
+    assert result.output == (
+        f"error: {named} matches no stored rollout; the store holds domains: "
+        f"{ARITH}, {CALC}; stages: eval/untrained, grpo\n"
+    )
+    assert (run / "rescore.json").read_text() == report
+
+
 def test_export_writes_each_format_and_prints_counts(run: Path, tmp_path: Path) -> None:
     for fmt, out, line in [("sft", "sft.jsonl", "3 conversations from 7 rollouts"),
                            ("dpo", "dpo.parquet", "2 preference pairs from 7 rollouts"),

@@ -7,6 +7,7 @@
             ...
         rows = traces.query(domain="arith", failed=True, limit=20)   # light rows, no JSON decoded
         rollout = traces.get("3f2a9c")                                # an id or a unique prefix
+        traces.distinct("stage")                                      # ["eval/sft", "grpo", ...]
 
 One table, `rollouts`, keyed by the rollout id. `record` inserts a batch in one
 transaction with `INSERT OR IGNORE`, so recording the same rollout twice (a
@@ -63,7 +64,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from posttrain.types import Rollout, Verdict, utf8_encodable
 
@@ -192,6 +193,14 @@ class TraceStore:
                     "SELECT COUNT(*) FROM rollouts WHERE stage = ?", (stage,)
                 ).fetchone()
         return int(row[0])
+
+    def distinct(self, column: Literal["domain", "stage"]) -> list[str]:
+        """The domain ids or the stages stored, sorted (what a filter could name)."""
+        if column not in ("domain", "stage"):
+            raise ValueError(f"distinct takes 'domain' or 'stage', got {column!r}")
+        with self._lock:
+            rows = self._conn.execute(f"SELECT DISTINCT {column} FROM rollouts ORDER BY 1")
+            return [value for (value,) in rows]
 
     def high_water_mark(self) -> int:
         """The rowid of the last stored rollout; 0 when the store is empty."""

@@ -88,6 +88,13 @@ def test_query_rejects_bad_filters(store: TraceStore, kwargs: dict, message: str
         store.query(**kwargs)
 
 
+def test_distinct_lists_the_stored_domains_and_stages_sorted(store: TraceStore) -> None:
+    assert store.distinct("domain") == [ARITH, "arithmetic/x-v1", CALC]
+    assert store.distinct("stage") == ["eval/untrained", "grpo"]
+    with pytest.raises(ValueError, match="distinct takes 'domain' or 'stage'"):
+        store.distinct("json")  # type: ignore[arg-type]
+
+
 def test_get_finds_an_id_or_a_unique_prefix(store: TraceStore) -> None:
     rollout = store.get("c-pass-0004")
     assert rollout is not None and rollout.turns[0].tool_calls[0].name == "calculator"
