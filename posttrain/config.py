@@ -13,13 +13,17 @@ spelling a number ("3"; PyYAML reads `1e-4` as a string, so this one is needed).
 boolean is never a number (`grpo.steps=true` names the key instead of becoming 1), in a
 list or a mapping either. A boolean field takes true/false (and 0/1, yes/no, on/off).
 `read_recipe` reads a recipe file's mapping alone (resume uses it to refuse an empty
-config.yaml).
+config.yaml). Recipes and override values are read by `posttrain.yaml_reader`: a key
+given twice, aliases expanding past 10,000 values and nesting too deep are refused, and
+a syntax error is one line with its line and column. A value shown in an error is cut
+short (`_shown`), however large or alias-shared it is.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
+import reprlib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,6 +34,7 @@ from posttrain.config_base import BOOL_AS_NUMBER, ConfigError, _Strict, check_le
 from posttrain.config_model import LORA_TARGETS, LoraSettings, ModelConfig
 from posttrain.config_rollout import ContextConfig, RolloutConfig
 from posttrain.config_stages import DPOConfig, GRPOConfig, SFTConfig
+from posttrain.yaml_reader import YAMLInputError, YAMLRefusedError, YAMLTooDeepError, load_yaml
 
 __all__ = [  # with the classes below
     "LORA_TARGETS",
@@ -278,14 +283,16 @@ def read_recipe(recipe: str | Path) -> dict[str, Any]:
         hint = " (an override is written key.path=value)" if looks_like_key else ""
         raise ConfigError(f"recipe file {str(path)!r} does not exist{hint}")
     try:
-        with path.open(encoding="utf-8") as f:  # a parse error then names the file
-            loaded = yaml.safe_load(f)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"recipe file {str(path)!r} is not valid YAML: {exc}") from exc
+        with path.open(encoding="utf-8") as f:
+            loaded = load_yaml(f)
+    except YAMLTooDeepError:
+        raise ConfigError(f"recipe file {str(path)!r} {_TOO_DEEP}") from None
+    except YAMLRefusedError as exc:  # a duplicate key, an alias bomb: see yaml_reader
+        raise ConfigError(f"recipe file {str(path)!r}: {exc}") from None
+    except YAMLInputError as exc:
+        raise ConfigError(f"recipe file {str(path)!r} is not valid YAML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"recipe file {str(path)!r} is not UTF-8 text: {exc}") from None
-    except RecursionError:  # PyYAML composes nested [ ] and { } recursively
-        raise ConfigError(f"recipe file {str(path)!r} {_TOO_DEEP}") from None
     if loaded is not None and not isinstance(loaded, dict):
         raise ConfigError(f"recipe file {str(path)!r} must hold a mapping of settings")
     return loaded or {}
@@ -309,11 +316,13 @@ def _apply_override(data: dict[str, Any], item: str) -> None:
                 node[part] = raw  # a name like 2024 stays the string "2024"
                 continue
             try:
-                node[part] = yaml.safe_load(raw) if raw.strip() else raw
-            except yaml.YAMLError:
-                node[part] = raw
-            except RecursionError:
+                node[part] = load_yaml(raw) if raw.strip() else raw
+            except YAMLTooDeepError:
                 raise ConfigError(f"override {key!r}: the value {_TOO_DEEP}") from None
+            except YAMLRefusedError as exc:
+                raise ConfigError(f"override {key!r}: {exc}") from None
+            except YAMLInputError:  # not YAML at all: the text itself
+                node[part] = raw
         else:
             if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
                 raise ConfigError(
@@ -358,13 +367,21 @@ def _explain(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
+_SHOWN = reprlib.Repr()  # a few items of a few levels: cheap for any value
+_SHOWN.maxlevel = 3
+_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxset = _SHOWN.maxdict = 4
+_SHOWN.maxstring = _SHOWN.maxother = _SHOWN.maxlong = 60
+
+
 def _shown(value: Any, limit: int = 100) -> str:
-    """`value`'s repr, cut to `limit` characters: a message stays one readable line."""
+    """`value`'s repr, cut to `limit` characters: a message stays one readable line.
+    Only the first items of the first levels are shown (reprlib), so a huge value, or one
+    a YAML alias shares across a thousand places, costs no more than a small one."""
     try:
-        text = repr(value)
-    except RecursionError:
-        text = f"<a {type(value).__name__} nested too deeply to show>"
-    return text if len(text) <= limit else f"{text[: limit - 20]}... ({len(text)} characters)"
+        text = _SHOWN.repr(value)
+    except (RecursionError, ValueError):  # ValueError: an int over Python's 4300 digits
+        text = f"<a {type(value).__name__} too large to show>"
+    return text if len(text) <= limit else f"{text[: limit - 4]} ..."
 
 
 def _section(loc: tuple[Any, ...]) -> type[BaseModel] | None:

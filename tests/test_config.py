@@ -154,11 +154,73 @@ def test_a_recipe_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
         load_config(recipe)
 
 
-def test_a_recipe_that_is_not_yaml_is_refused(tmp_path: Path) -> None:
-    recipe = write_recipe(tmp_path, "grpo: [steps: 1\n")
-    with pytest.raises(ConfigError, match="not valid YAML") as error:
+def test_a_recipe_that_is_not_yaml_is_refused_in_one_line_with_line_and_column(
+    tmp_path: Path,
+) -> None:
+    recipe = write_recipe(tmp_path, "grpo:\n  steps: [1\n")
+    with pytest.raises(ConfigError) as error:
         load_config(recipe)
-    assert f'in "{recipe}"' in str(error.value)  # the parser's mark names the file
+    assert str(error.value) == (
+        f"recipe file '{recipe}' is not valid YAML: expected ',' or ']', but got "
+        "'<stream end>' at line 3, column 1 (while parsing a flow sequence at line 2, column 10)"
+    )
+
+
+def test_a_key_given_twice_is_refused_naming_it_and_its_line(tmp_path: Path) -> None:
+    """PyYAML keeps the last of two equal keys, silently."""
+    recipe = write_recipe(tmp_path, "seed: 1\ngrpo:\n  steps: 1\n  lr: 0.1\n  steps: 2\n")
+    with pytest.raises(
+        ConfigError, match=r"recipe\.yaml': duplicate key 'steps' at line 5, column 3"
+    ):
+        load_config(recipe)
+    with pytest.raises(ConfigError, match=r"override 'grpo': duplicate key 'steps' at line 1"):
+        load_config(None, ["grpo={steps: 1, steps: 2}"])
+
+
+# Six lists of nine aliases each to the one before: 9**6 strings when expanded. An error
+# message showing the value, and the validation, walk it expanded (at 9 levels, 354
+# bytes took 31.8 s and 3 GB to print the error).
+BOMB_LISTS = [
+    f"&{name} [{', '.join([f'*{prev}'] * 9 if prev else ['lol'] * 9)}]"
+    for prev, name in zip(["", *"abcde"], "abcdef", strict=True)
+]
+ALIAS_BOMB = "".join(f"{n}: {v}\n" for n, v in zip("abcdef", BOMB_LISTS, strict=True))
+
+
+def test_aliases_that_expand_past_the_limit_are_refused_before_validation(
+    tmp_path: Path,
+) -> None:
+    recipe = write_recipe(tmp_path, ALIAS_BOMB + "mixture: *f\n")
+    with pytest.raises(ConfigError, match=r"recipe\.yaml': its aliases \(\*name\) expand to more "
+                       r"than 10000 values"):  # fmt: skip
+        load_config(recipe)
+    with pytest.raises(ConfigError, match=r"override 'domains': its aliases .* expand"):
+        load_config(None, [f"domains=[{', '.join(BOMB_LISTS)}]"])
+
+
+def test_a_shared_value_is_shown_in_an_error_without_walking_it_expanded() -> None:
+    """An error shows a few items of a few levels: never the whole value."""
+    import tracemalloc
+
+    from posttrain.config import _shown
+
+    value: list = ["lol"] * 9
+    for _ in range(6):  # one list object per level: 9**7 strings when expanded
+        value = [value] * 9
+    tracemalloc.start()
+    try:
+        shown = _shown(value)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert shown.startswith("[[[") and len(shown) <= 100
+    assert peak < 1 << 20, f"showing the value took {peak} bytes"
+
+
+def test_an_integer_too_long_to_read_is_refused_naming_where(tmp_path: Path) -> None:
+    recipe = write_recipe(tmp_path, "seed: " + "9" * 5000 + "\n")
+    with pytest.raises(ConfigError, match=r"recipe\.yaml': cannot read the value '9999.* line 1"):
+        load_config(recipe)
 
 
 @pytest.mark.parametrize("text", ["[" * 10_000, "grpo:\n  difficulties: " + "[" * 5_000,
@@ -180,7 +242,7 @@ def test_a_long_bad_value_is_shown_cut_short() -> None:
     with pytest.raises(ConfigError) as info:
         load_config(None, ["mixture=" + "[" * 300 + "]" * 300])
     assert str(info.value).startswith("mixture: Input should be a valid dictionary (got [[[")
-    assert str(info.value).endswith("... (600 characters))")
+    assert str(info.value).endswith("(got [[[[...]]]])")
     assert len(str(info.value)) < 200
 
 

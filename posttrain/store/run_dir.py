@@ -44,6 +44,9 @@ from typing import Any
 import yaml
 
 from posttrain.store.atomic import atomic_write_text
+from posttrain.yaml_reader import YAMLTooDeepError, load_yaml
+
+__all__ = ["RunDir", "RunDirError", "YAMLTooDeepError", "load_yaml"]  # readers of config.yaml
 
 
 class RunDirError(ValueError):
@@ -221,23 +224,6 @@ class RunDir:
     def write_summary(self, markdown: str) -> None:
         """Write `summary.md`, atomically."""
         atomic_write_text(self.summary_path, markdown)
-
-
-class YAMLTooDeepError(yaml.YAMLError):
-    """YAML nested too deeply for PyYAML, which composes [ ] and { } recursively."""
-
-    def __str__(self) -> str:
-        return "it nests lists or mappings too deeply to parse"
-
-
-def load_yaml(text: str) -> Any:
-    """`yaml.safe_load`, with nesting too deep to parse raised as a `yaml.YAMLError`
-    (`YAMLTooDeepError`) instead of a RecursionError, so a reader's handling of bad
-    YAML covers it (a run's config.yaml may have been edited by hand)."""
-    try:
-        return yaml.safe_load(text)
-    except RecursionError:
-        raise YAMLTooDeepError() from None
 
 
 def _utc_stamp() -> str:
