@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from posttrain.config_base import BOOL_AS_NUMBER, ConfigError, _Strict, check_levels
 from posttrain.config_model import LORA_TARGETS, LoraSettings, ModelConfig
@@ -120,6 +120,13 @@ class DatasetConfig(_Strict):
         0.1, ge=0, lt=1, description="distinct prompts kept for evaluation only"
     )
 
+    @field_validator("path")
+    @classmethod
+    def _not_a_directory(cls, path: str) -> str:
+        if Path(path).is_dir():  # the loader would say it "does not exist"
+            raise ValueError(f"{path!r} is a directory, not a JSONL or Parquet file")
+        return path
+
     @model_validator(mode="after")
     def _one_scorer(self) -> DatasetConfig:
         if (self.verifier is None) == (not self.reward):
@@ -175,7 +182,13 @@ class RunConfig(_Strict):
         None, description="a run directory to continue (its config.yaml is used; see docs)"
     )
     out_dir: str = Field("runs", description="where run directories go")
-    seed: int = Field(0, description="seeds the model, data order and sampling")
+    seed: int = Field(
+        0,
+        ge=0,
+        lt=2**31,
+        description="seeds the model, data order and sampling (0 to 2**31 - 1: every "
+        "consumer, torch and per-rank offsets included, takes it)",
+    )
     domains: list[str] = Field(
         default_factory=lambda: [
             "arith/addition-v1",
@@ -215,6 +228,10 @@ class RunConfig(_Strict):
             )
         if not self.domains:
             raise ValueError("domains must name at least one domain")
+        if twice := _repeated(self.domains):  # its held-out tasks would count twice
+            raise ValueError(f"domains names {twice!r} twice; give each domain once")
+        if twice := _repeated([d.id for d in self.datasets]):
+            raise ValueError(f"datasets: two datasets have the id {twice!r}; give each its own")
         stray = sorted(set(self.sft.domain_weights) - set(self.domains))
         if stray:
             raise ValueError(f"sft.domain_weights names domains not in the mix: {stray}")
@@ -235,6 +252,16 @@ class RunConfig(_Strict):
                     f"mixture: the weight of {key!r} must be a finite number >= 0, got {weight}"
                 )
         return self
+
+
+def _repeated(items: list[str]) -> str | None:
+    """The first item that `items` holds twice, or None."""
+    seen: set[str] = set()
+    for item in items:
+        if item in seen:
+            return item
+        seen.add(item)
+    return None
 
 
 # Every stage with a tiny budget: `posttrain run --smoke`.
@@ -361,7 +388,8 @@ def _explain(exc: ValidationError) -> str:
                 f"set its fields, e.g. {loc}.{first}=..."
             )
         elif loc and not (err["type"] == "value_error" and _section(err["loc"])):
-            lines.append(f"{loc}: {err['msg']} (got {_shown(err.get('input'))})")
+            message = str(err["msg"]).removeprefix("Value error, ")
+            lines.append(f"{loc}: {message} (got {_shown(err.get('input'))})")
         else:
             lines.append(str(err["msg"]).removeprefix("Value error, "))
     return "; ".join(lines)

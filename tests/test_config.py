@@ -131,6 +131,34 @@ def test_an_empty_domain_list_is_refused() -> None:
         load_config(None, ["domains=[]"])
 
 
+def test_a_domain_given_twice_is_refused_naming_it() -> None:
+    """Its held-out tasks would be evaluated twice, doubling n in every interval and test."""
+    with pytest.raises(ConfigError, match=r"^domains names 'arith/addition-v1' twice"):
+        load_config(None, ["domains=[arith/addition-v1, list/sort-v1, arith/addition-v1]"])
+    with pytest.raises(ConfigError, match=r"two datasets have the id 'mine/x-v1'"):
+        load_config(None, ["datasets=[{id: mine/x-v1, path: a.jsonl, verifier: exact}, "
+                           "{id: mine/x-v1, path: b.jsonl, verifier: exact}]"])  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", ["-1", "2147483648", "99999999999999999999999"])
+def test_a_seed_that_torch_or_a_rank_offset_would_overflow_is_refused(seed: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^seed: Input should be .* \(got {seed}\)$"):
+        load_config(None, [f"seed={seed}"])
+
+
+def test_the_largest_seed_is_taken_by_every_consumer() -> None:
+    import random
+
+    import torch
+
+    from posttrain.train.distributed import rank_seed
+
+    seed = load_config(None, [f"seed={2**31 - 1}"]).seed
+    torch.manual_seed(rank_seed(seed) + 1_000_003 * 4096)  # a rank's offset, many ranks
+    torch.Generator().manual_seed(seed)
+    random.Random(seed)
+
+
 def test_a_missing_recipe_file_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
     with pytest.raises(ConfigError, match=r"recipe file .*nope\.yaml.* does not exist"):
@@ -264,6 +292,12 @@ def test_config_to_yaml_writes_every_section() -> None:
 def test_a_number_like_value_for_a_string_field_is_kept_as_a_string() -> None:
     config = load_config(None, ["name=2024", "out_dir=123"])
     assert (config.name, config.out_dir) == ("2024", "123")
+
+
+def test_a_dataset_path_that_is_a_directory_is_named_a_directory(tmp_path: Path) -> None:
+    """Not "does not exist", which the dataset loader would say."""
+    with pytest.raises(ConfigError, match=rf"datasets\.0\.path: '{tmp_path}' is a directory, not"):
+        load_config(None, [f"datasets=[{{id: mine/x-v1, path: {tmp_path}, verifier: exact}}]"])
 
 
 def test_a_dataset_needs_exactly_one_of_verifier_and_reward() -> None:
