@@ -24,6 +24,9 @@
     posttrain sandbox bench            # warm pool vs fresh bwrap vs plain subprocess
     posttrain version
 
+`posttrain run`'s first argument is the recipe when it has no `=` or names an existing
+file (`runs/lr=1e-3/r.yaml`); the others are `key.path=value` overrides.
+
 Bad input (unknown key, wrong type, impossible combination, missing recipe file,
 unwritable run directory, unknown model or domain) exits with code 2 and one line
 naming what was wrong. `posttrain run` stopped by SIGTERM or SIGUSR1 saves the stage's
@@ -39,7 +42,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from posttrain.cli_console import console, err_console, fail
+from posttrain.cli_console import console, err_console, fail, plain
 from posttrain.cli_domains import domains_app, score
 from posttrain.cli_eval import compare_command, eval_command, report_command
 from posttrain.cli_serve import serve
@@ -86,7 +89,7 @@ def run(
     from posttrain.config import SMOKE_OVERRIDES, ConfigError, load_config
 
     args = list(args or [])
-    recipe = args.pop(0) if args and "=" not in args[0] else None
+    recipe = args.pop(0) if args and _is_recipe(args[0]) else None
     overrides = (SMOKE_OVERRIDES if smoke else []) + args
     try:
         config = load_config(recipe, overrides)
@@ -109,7 +112,8 @@ def run(
         except NonFiniteGradients:  # rank 0 says what happened
             raise typer.Exit(code=1) from None
         return
-    console.print(f"[bold]posttrain run[/] model={config.model.name} domains={len(config.domains)}")
+    console.print(f"[bold]posttrain run[/] model={plain(config.model.name)} "
+                  f"domains={len(config.domains)}")  # fmt: skip
     reporter = _RichReporter()
     try:
         with reporter.progress:
@@ -118,16 +122,26 @@ def run(
         fail(str(exc))
         return
     except Preempted as exc:  # SIGTERM / SIGUSR1 (`train/preemption.py`)
-        console.print(f"[yellow]{exc}[/]")
+        console.print(f"[yellow]{plain(exc)}[/]")
         raise typer.Exit(code=exc.exit_code) from None
     except NonFiniteGradients as exc:  # training diverged: what happened, not a traceback
-        err_console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {plain(exc)}")
         raise typer.Exit(code=1) from None
     _print_results(result)
     console.print(
-        f"\nrun directory: [bold]{result.run_dir}[/] (summary.md, metrics.jsonl, checkpoints/)"
+        f"\nrun directory: [bold]{plain(result.run_dir)}[/] (summary.md, metrics.jsonl, "
+        "checkpoints/)"
     )
-    console.print(f"report: [bold]{result.run_dir / 'report.html'}[/]")
+    console.print(f"report: [bold]{plain(result.run_dir / 'report.html')}[/]")
+
+
+def _is_recipe(first: str) -> bool:
+    """Whether `posttrain run`'s first argument is the recipe: it has no `=`, or it names
+    an existing file (`runs/lr=1e-3/r.yaml`), which no override does; an override is
+    `key.path=value`."""
+    from pathlib import Path
+
+    return "=" not in first or Path(first).is_file()
 
 
 @sandbox_app.command("doctor")
@@ -139,7 +153,7 @@ def sandbox_doctor() -> None:
     table = Table("layer", "active", "detail")
     for layer in doctor():
         mark = "[green]yes[/]" if layer.active else "[red]no[/]"
-        table.add_row(layer.name, mark, layer.detail)
+        table.add_row(layer.name, mark, plain(layer.detail))
     console.print(table)
     mode = best_mode()
     if mode is None:
@@ -184,7 +198,7 @@ def sandbox_exec(
         if flag:
             err_console.print(f"[yellow]sandbox:[/] {why}")
     if result.error:
-        err_console.print(f"[red]sandbox:[/] {result.error}")
+        err_console.print(f"[red]sandbox:[/] {plain(result.error)}")
     code = result.exit_code if result.exit_code >= 0 else 128 + (result.signal or 0)
     raise typer.Exit(code=124 if result.timed_out else code)
 
@@ -226,16 +240,16 @@ class _RichReporter:
         self.progress.update(self.task, completed=done, stats=shown)
 
     def warn(self, message: str) -> None:
-        self.progress.console.print(f"[yellow]alert:[/] {message}", highlight=False)
+        self.progress.console.print(f"[yellow]alert:[/] {plain(message)}", highlight=False)
 
     def evaluated(self, result: Any) -> None:
         self.progress.update(self.task, completed=1)
         cells = "  ".join(
-            f"{name.split('/')[-1]} {score.completed.rate:.2f}"
+            f"{plain(name.split('/')[-1])} {score.completed.rate:.2f}"
             for name, score in result.per_domain.items()
         )
         self.progress.console.print(
-            f"  held-out [bold]{result.label:<10}[/] all {result.overall}   {cells}",
+            f"  held-out [bold]{plain(f'{result.label:<10}')}[/] all {result.overall}   {cells}",
             highlight=False,
         )
 
@@ -247,10 +261,12 @@ def _print_results(result: Any) -> None:
     table = Table(title="held-out completion rate (greedy, n, Wilson 95%)")
     table.add_column("checkpoint")
     for d in domains:
-        table.add_column(d)
+        table.add_column(plain(d))  # a dataset's id is the user's
     table.add_column("all")
     for label, ev in result.evals.items():
-        table.add_row(label, *[str(ev.per_domain[d].completed) for d in domains], str(ev.overall))
+        table.add_row(
+            plain(label), *[str(ev.per_domain[d].completed) for d in domains], str(ev.overall)
+        )
     console.print(table)
     if result.comparisons:
         cmp_table = Table(title="paired tests on the same tasks (exact McNemar)")

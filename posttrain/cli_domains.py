@@ -17,13 +17,14 @@ import contextlib
 import dataclasses
 import json
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from posttrain.cli_console import console, err_console, fail
+from posttrain.cli_console import console, err_console, fail, plain
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -63,7 +64,8 @@ def domains_list(
         if family is not None and family not in families:
             fail(f"unknown family {family!r}; families: {', '.join(families)}")
             return
-        err_console.print(f"no domains match (families: {', '.join(families)})", highlight=False)
+        err_console.print(f"no domains match (families: {plain(', '.join(families))})",
+                          highlight=False)  # fmt: skip
     if as_json:
         rows = [
             {
@@ -81,7 +83,7 @@ def domains_list(
     table = Table("id", "modality", "tools", "rounds", "verification")
     for d in domains:
         a = d.axes
-        table.add_row(d.id, a.modality, a.tools, a.rounds, a.verification)
+        table.add_row(plain(d.id), a.modality, a.tools, a.rounds, a.verification)
     console.print(table)
 
 
@@ -92,12 +94,10 @@ def domains_show(
 ) -> None:
     """The domain's axes, then a task at difficulties 1 and 5 with the reference's verdict."""
     domain = _get_domain_or_fail(domain_id)
-    console.print(f"[bold]{domain.id}[/]", highlight=False)
+    console.print(f"[bold]{plain(domain.id)}[/]", highlight=False)
     for name, value in {**dataclasses.asdict(domain.axes), "max_turns": domain.max_turns}.items():
         console.print(f"  {name:<13}{value}", highlight=False)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from rich.markup import escape
-
     from posttrain.domains.check import replay_solutions
     from posttrain.models.tiny import build_tokenizer
 
@@ -107,7 +107,7 @@ def domains_show(
     references = [domain.reference(task) for task in tasks]
     rollouts = replay_solutions(domain, list(zip(tasks, references, strict=True)), tokenizer)
     for task, reference, rollout in zip(tasks, references, rollouts, strict=True):
-        console.print(f"\n[bold]difficulty {task.difficulty}[/]  {task.id}", highlight=False)
+        console.print(f"\n[bold]difficulty {task.difficulty}[/]  {plain(task.id)}", highlight=False)
         _print_prompt(task)
         calls = sum(len(turn.tool_calls) for turn in reference.turns)
         after = f" (after {calls} tool call{'s' if calls != 1 else ''})" if calls else ""
@@ -115,7 +115,7 @@ def domains_show(
         _print_verbatim(reference.final, indent=4)
         v = rollout.verdict
         mark = "[green]pass[/]" if v.passed else "[red]FAIL[/]"
-        why = escape(v.error or rollout.error or v.reason)
+        why = plain(v.error or rollout.error or v.reason)
         console.print(f"  verdict: {mark}, reward {v.reward:g} — {why}", highlight=False)
 
 
@@ -140,7 +140,7 @@ def domains_sample(
             continue
         if i:
             console.print()
-        console.print(f"[bold]{task.id}[/]", highlight=False)
+        console.print(f"[bold]{plain(task.id)}[/]", highlight=False)
         _print_prompt(task)
         answer = task.answer if isinstance(task.answer, str) else json.dumps(task.answer)
         console.print("  answer:", highlight=False)
@@ -167,7 +167,7 @@ def domains_matrix() -> None:
     cells = occupied_cells(domains)
     cell_table = Table(*AXES, "domains", title="occupied cells")
     for cell, ids in cells.items():
-        cell_table.add_row(*cell, ", ".join(ids))
+        cell_table.add_row(*cell, plain(", ".join(ids)))
     console.print(cell_table)
     console.print(
         f"{len(domains)} domains, {len(cells)} occupied cells of {TOTAL_CELLS} possible",
@@ -216,14 +216,15 @@ def domains_check(
     for name, rows in by_domain.items():
         bad = [r.property for r in rows if not r.ok]
         table.add_row(
-            name,
+            plain(name),
             f"{len(rows) - len(bad)}/{len(PROPERTIES)}",
             "[red]" + ", ".join(bad) + "[/]" if bad else "[green]none[/]",
         )
     console.print(table)
     failed = [r for r in results if not r.ok]
     for r in failed:
-        err_console.print(f"[red]FAIL[/] {r.domain} {r.property}: {r.detail}", highlight=False)
+        err_console.print(f"[red]FAIL[/] {plain(r.domain)} {r.property}: {plain(r.detail)}",
+                          highlight=False)  # fmt: skip
     console.print(
         f"{len(by_domain)} domains, {len(results) - len(failed)}/{len(results)} checks pass"
     )
@@ -331,21 +332,21 @@ def domains_bench(
 
     results = bench_domains(domains, tasks=tasks, repeats=repeats, on_result=row)
     after = machine_load()
-    plain = [r for r in results if not r.uses_sandbox and not r.error]
-    if plain:
+    direct = [r for r in results if not r.uses_sandbox and not r.error]
+    if direct:
         # Verifications per second over all of them: total verifications / total verify time.
-        overall = len(plain) / sum(1.0 / r.verifications_per_s for r in plain)
-        slowest = min(plain, key=lambda r: r.verifications_per_s)
+        overall = len(direct) / sum(1.0 / r.verifications_per_s for r in direct)
+        slowest = min(direct, key=lambda r: r.verifications_per_s)
         console.print(
-            f"non-sandbox domains: {overall:,.0f} verifications/s over all {len(plain)}; "
-            f"slowest {slowest.domain} at {slowest.verifications_per_s:,.0f}/s",
+            f"non-sandbox domains: {overall:,.0f} verifications/s over all {len(direct)}; "
+            f"slowest {plain(slowest.domain)} at {slowest.verifications_per_s:,.0f}/s",
             highlight=False,
         )
     console.print(f"{tasks} tasks × {repeats} runs per domain; {before} before, {after} after",
                   highlight=False)  # fmt: skip
     broken = [r.domain for r in results if r.error]
     if broken:
-        err_console.print(f"[red]{len(broken)} domains failed:[/] {', '.join(broken)}")
+        err_console.print(f"[red]{len(broken)} domains failed:[/] {plain(', '.join(broken))}")
         raise typer.Exit(code=1)
 
 
@@ -378,6 +379,8 @@ def score(
         except ConfigError as exc:
             fail(str(exc))
     domain = _get_domain_or_fail(domain_id)
+    if Path(completions).is_dir():  # read_completions would say it "does not exist"
+        fail(f"completions file {completions!r} is a directory, not a file")
     try:
         items = read_completions(completions, domain)
     except ScoreInputError as exc:
@@ -392,16 +395,16 @@ def score(
             typer.echo(json.dumps(row))
         return
     names = sorted({k for s in scored for k in s.rollout.verdict.components})
-    table = Table("line", "task", "reward", "passed", *names, "reason")
+    table = Table("line", "task", "reward", "passed", *map(plain, names), "reason")
     for s in scored:
         v = s.rollout.verdict
         parts = [f"{v.components[k]:g}" if k in v.components else "" for k in names]
         why = v.error or s.rollout.error or v.reason
-        table.add_row(str(s.line), s.task_id, f"{v.reward:g}", "yes" if v.passed else "no",
-                      *parts, why, style=None if v.passed else "red")  # fmt: skip
+        table.add_row(str(s.line), plain(s.task_id), f"{v.reward:g}", "yes" if v.passed else "no",
+                      *parts, plain(why), style=None if v.passed else "red")  # fmt: skip
     console.print(table)
     summary = summarize(scored)
-    shown = "  ".join(f"{k} {v:.3f}" for k, v in summary.components.items())
+    shown = "  ".join(f"{plain(k)} {v:.3f}" for k, v in summary.components.items())
     console.print(
         f"{summary.n} completions: passed {summary.passed}, mean reward "
         f"{summary.mean_reward:.3f}; component means: {shown}"

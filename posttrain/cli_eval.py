@@ -24,7 +24,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from posttrain.cli_console import console, fail
+from posttrain.cli_console import console, fail, plain
 
 
 def _interval(r: dict[str, Any]) -> str:
@@ -72,7 +72,7 @@ def eval_command(
     results_path = save_results(out_dir / "results.json", doc)
     report_path = write_eval_report(doc, out_dir / "report.html", source=results_path.name)
     _print_eval(doc)
-    console.print(f"results: [bold]{results_path}[/]\nreport: [bold]{report_path}[/]")
+    console.print(f"results: [bold]{plain(results_path)}[/]\nreport: [bold]{plain(report_path)}[/]")
 
 
 def compare_command(
@@ -96,13 +96,15 @@ def compare_command(
     if as_json:
         print(json.dumps(cmp.to_json(), indent=1))
         return
-    table = Table(title=f"{cmp.b_label} vs {cmp.a_label} on {cmp.shared} shared tasks")
+    table = Table(
+        title=f"{plain(cmp.b_label)} vs {plain(cmp.a_label)} on {cmp.shared} shared tasks"
+    )
     for col in ("scope", "name", "n", "A", "B", "Δ (B−A) [95%]", "only A", "only B", "p", ""):
         table.add_column(col)
     for r in cmp.rows:
         flag = "[bold green]▲ significant[/]" if r.significant and r.delta > 0 else (
             "[bold red]▼ significant[/]" if r.significant else "")  # fmt: skip
-        table.add_row(r.scope, r.name, str(r.n), f"{r.a_rate:.3f}", f"{r.b_rate:.3f}",
+        table.add_row(r.scope, plain(r.name), str(r.n), f"{r.a_rate:.3f}", f"{r.b_rate:.3f}",
                       f"{r.delta:+.3f} [{r.low:+.3f}, {r.high:+.3f}]", str(r.only_a),
                       str(r.only_b), f"{r.p_value:.2g}", flag)  # fmt: skip
     console.print(table)
@@ -121,18 +123,18 @@ def report_command(
     except ReportError as exc:
         fail(str(exc))
         return
-    console.print(f"report: [bold]{path}[/]")
+    console.print(f"report: [bold]{plain(path)}[/]")
 
 
 def _print_eval(doc: dict[str, Any]) -> None:
     has_k = doc.get("pass_at_k") is not None
     k = doc["pass_at_k"]["k"] if has_k else None
-    table = Table(title=f"{doc['model']}: completion rate (greedy, Wilson 95%)")
+    table = Table(title=f"{plain(doc['model'])}: completion rate (greedy, Wilson 95%)")
     for col in ("domain", "cell", "completed", "mean tokens", *([f"pass@{k}"] if has_k else [])):
         table.add_column(col)
     for name, d in doc["per_domain"].items():
         extra = [f"{d['pass_at_k']:.3f}"] if has_k and d["pass_at_k"] is not None else []
-        table.add_row(name, "/".join(d["cell"]), _interval(d["completed"]),
+        table.add_row(plain(name), "/".join(d["cell"]), _interval(d["completed"]),
                       f"{d['mean_tokens']:.1f}", *extra)  # fmt: skip
     console.print(table)
     cells = Table(title="per matrix cell (modality/tools/rounds/verification)")

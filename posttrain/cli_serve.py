@@ -20,7 +20,7 @@ from typing import Annotated
 
 import typer
 
-from posttrain.cli_console import console, err_console, fail
+from posttrain.cli_console import console, err_console, fail, plain
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -68,8 +68,10 @@ def serve(
         return
     if host not in LOOPBACK and api_key is None:
         err_console.print(
-            f"[yellow]warning:[/] serving on {host} with no API key; anyone who can reach "
+            f"[yellow]warning:[/] serving on {plain(host)} with no API key; anyone who can reach "
             "this port can use the model (set --api-key-env)"
         )
-    console.print(f"serving [bold]{app.state.model_name}[/] at http://{host}:{port}/v1")
+    console.print(
+        f"serving [bold]{plain(app.state.model_name)}[/] at {plain(f'http://{host}:{port}/v1')}"
+    )
     uvicorn.run(app, host=host, port=port, log_level="info")

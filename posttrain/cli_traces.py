@@ -40,10 +40,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
-from rich.markup import escape as markup_escape
 from rich.table import Column, Table
 
 from posttrain.cli_console import console, err_console, fail
+from posttrain.cli_console import plain as _escape
 
 if TYPE_CHECKING:
     from posttrain.store.traces import TraceStore
@@ -302,14 +302,6 @@ class _Counting:
                 yield rollout
         except MalformedTraceError as exc:
             fail(str(exc))
-
-
-def _escape(text: str) -> str:
-    """`text` for a rich console: markup escaped, lone surrogates (which a stored model
-    text can hold, and no terminal encoding takes) written as `\\udXXX`."""
-    from posttrain.types import escape_surrogates
-
-    return markup_escape(escape_surrogates(text))
 
 
 def _short(text: str, n: int) -> str:

@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from posttrain.cli_console import console, fail
+from posttrain.cli_console import console, fail, plain
 
 
 def view(
@@ -42,5 +42,5 @@ def view(
 
     shown_host = f"[{host}]" if ":" in host else host
     url = f"http://{shown_host}:{port}/"
-    console.print(f"trace viewer of {run}: {url}  (Ctrl+C stops it)", soft_wrap=True)
+    console.print(f"trace viewer of {plain(run)}: {plain(url)}  (Ctrl+C stops it)", soft_wrap=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -239,6 +239,41 @@ def test_a_missing_recipe_file_exits_2_naming_it(tmp_path: Path) -> None:
     assert "does not exist" in result.stderr
 
 
+def test_a_yaml_syntax_error_exits_2_in_one_line_with_line_and_column(tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("grpo:\n  steps: [1\n")
+    result = posttrain("run", str(recipe), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr  # PyYAML's message is four lines
+    assert "is not valid YAML: expected ',' or ']'" in result.stderr
+    assert (
+        "at line 3, column 1 (while parsing a flow sequence at line 2, column 10)" in result.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    ("arg", "shown"),
+    [("grpo.[/x]=1", "unknown key 'grpo.[/x]'"),  # a closing tag: rich raised MarkupError
+     ("[old]/missing.yaml", "recipe file '[old]/missing.yaml' does not exist")],  # was /missing.yaml
+)  # fmt: skip
+def test_an_error_prints_the_users_text_as_it_is_not_as_markup(
+    tmp_path: Path, arg: str, shown: str
+) -> None:
+    result = posttrain("run", arg, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert shown in result.stderr
+
+
+def test_a_recipe_path_holding_an_equals_sign_is_read_as_the_recipe(tmp_path: Path) -> None:
+    """`runs/lr=1e-3/r.yaml` names a file: it is not an override of `runs/lr`."""
+    (tmp_path / "lr=1e-3").mkdir()
+    (tmp_path / "lr=1e-3" / "r.yaml").write_text("grpo:\n  steps: 0\n")
+    result = posttrain("run", "lr=1e-3/r.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "grpo.steps: Input should be greater than or equal to 1" in result.stderr
+    assert "unknown key" not in result.stderr
+
+
 def test_a_malformed_override_exits_2(tmp_path: Path) -> None:
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text("seed: 1\n")

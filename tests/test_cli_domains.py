@@ -75,6 +75,12 @@ def test_score_a_bad_line_exits_2_naming_it(tmp_path: Path) -> None:
     assert "c.jsonl:2" in result.stderr and "difficulty" in result.stderr
 
 
+def test_score_a_directory_exits_2_saying_it_is_a_directory(tmp_path: Path) -> None:
+    result = posttrain("score", "--domain", "list/sort-v1", str(tmp_path))
+    assert result.returncode == 2
+    assert f"completions file {str(tmp_path)!r} is a directory, not a file" in result.stderr
+
+
 def test_score_an_unknown_domain_exits_2_with_the_nearest(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     path.write_text('{"seed": 0, "difficulty": 1, "completion": "1"}\n')
