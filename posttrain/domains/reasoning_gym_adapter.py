@@ -19,9 +19,10 @@ curriculum levels gets all levels stepped down together until it accepts them.
 The generator list is pinned to reasoning-gym 0.1.25 (`GENERATORS`, by category; the
 category decides the matrix cell); a test checks it against the installed package.
 Excluded, with the reason: `EXCLUDED`. Five scorers evaluate the answer as code; the
-answer must first pass a syntax check (`ANSWER_GATES`, `verify/safe_expr.py`); so must
+answer must first pass a syntax check (`ANSWER_GATES`, `verify/safe_expr.py`: no names
+where the scorer evals, bounded exponents and degree where SymPy evaluates); so must
 complex_arithmetic's (no NaN, which its scorer rewards: `NAN_GATED`), and three scorers that build
-the number written get no 4+ digit exponents or towers of powers (`HUGE_NUMBER_GATED`).
+the number written get no 4+ digit exponent in scientific notation (`HUGE_NUMBER_GATED`).
 coin_flip is scored here, not by its scorer, whose prefix credit passes "0" (`EXACT_NUMBER`);
 four scorers that read the first answer and ignore the rest get exactly one (`FORMAT_GATES`).
 
@@ -165,12 +166,14 @@ def _plain_arithmetic(text: str, item: dict[str, Any]) -> bool:
 def _antiderivative(text: str, item: dict[str, Any]) -> bool:
     variable = str(item["metadata"]["variable"])
     return len(text) <= MAX_EXPRESSION_CHARS and is_arithmetic(
-        text, names={variable, "C"}, functions=MATH_FUNCTIONS, power=True
+        text, {variable, "C"}, MATH_FUNCTIONS, power=True, max_degree=MAX_ANTIDERIVATIVE_DEGREE
     )
 
 
 def _literal(text: str, item: dict[str, Any]) -> bool:
-    return is_literal(text)
+    # The gold text itself goes through: each of these scorers compares it before its
+    # eval, and string_insertion's answers are letters ("ABCDE"), which parse as a name.
+    return text == item["answer"] or is_literal(text)
 
 
 # Scorers that evaluate the answer text as code (reasoning-gym 0.1.25: `parse_expr` in
@@ -185,11 +188,11 @@ ANSWER_GATES: dict[str, Callable[[str, dict[str, Any]], bool]] = {
     "binary_matrix": _literal,
     "string_insertion": _literal,
 }
-# Scorers that build the number an answer writes (Fraction, SymPy): "1e999999999" or
-# "9**9**9**9" would hang them, so a 4+ digit exponent or a tower of powers scores 0
-# before reaching them.
+# Scorers that build the number an answer writes (Fraction, SymPy): "1e999999999" would
+# hang them, so a 4+ digit exponent in scientific notation scores 0 before reaching them.
+# Powers ("9**9**9**9", "9**(9)**8") are bounded on the syntax tree by `is_arithmetic`.
 HUGE_NUMBER_GATED = frozenset({"coin_flip", "countdown", "simple_integration"})
-_HUGE_NUMBER = re.compile(r"[0-9.][eE][+-]?[0-9]{4,}|\*\*\s*\(?\s*([0-9]{4,}|[\w.]+\s*\*\*)")
+_HUGE_NUMBER = re.compile(r"[0-9.][eE][+-]?[0-9]{4,}")
 # complex_arithmetic scores min(1, exp(-distance)): a NaN distance would give 1.
 NAN_GATED = frozenset({"complex_arithmetic"})
 _NAN = re.compile("nan|inf", re.IGNORECASE)
@@ -237,8 +240,14 @@ VERSIONS = {
     "complex_arithmetic": 2,  # v2: NaN answers no longer pass
     "coin_flip": 2,  # v2: only the right probability passes (`EXACT_NUMBER`)
     **{name: 2 for name in FORMAT_GATES},  # v2: one answer, nothing after it
+    # v2: a name is no literal (`oracle_answer` read the scorer's gold answer: 0.1)
+    **{name: 2 for name, gate in ANSWER_GATES.items() if gate is _literal},
+    "simple_integration": 2,  # v2: bounded exponents, numbers and degree (towers hung SymPy)
 }
-MAX_EXPRESSION_CHARS = 2000  # with ** allowed, a long tower of powers would hang SymPy
+MAX_EXPRESSION_CHARS = 2000  # SymPy's simplify takes seconds on 2,000 characters of products
+# References reach degree 11; simplify expands products: 32 distinct linear factors take
+# it 2 s, 64 take 8 s, and 2,000 characters hold 300.
+MAX_ANTIDERIVATIVE_DEGREE = 16
 
 
 class ReasoningGymDomain:
@@ -318,12 +327,12 @@ class ReasoningGymDomain:
             return 0.0, None
         dataset, item = self.entry(task.seed, task.difficulty)
         if self.name in HUGE_NUMBER_GATED and _HUGE_NUMBER.search(text):
-            return 0.0, "a 4+ digit exponent or a tower of powers; its scorer would hang on it"
+            return 0.0, "a 4+ digit exponent; its scorer would hang on it"
         if self.name in NAN_GATED and _NAN.search(text):
             return 0.0, "NaN or infinity, which its scorer would reward"
         gate = ANSWER_GATES.get(self.name)
         if gate is not None and not gate(text, item):
-            return 0.0, "not a plain expression; its scorer would run it as code"
+            return 0.0, "not a plain expression of bounded size; its scorer would run it as code"
         shape = FORMAT_GATES.get(self.name)
         if shape is not None and not shape(text.strip(), item):
             return 0.0, "not exactly one answer in the generator's form (text after it?)"

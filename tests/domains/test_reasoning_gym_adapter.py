@@ -71,11 +71,11 @@ def test_a_generator_that_gives_up_on_a_seed_gets_the_next_draw() -> None:
 # text Python cannot parse into a call).
 MARK = "__import__('builtins').__dict__.__setitem__('posttrain_scored_code', 1)"
 ATTACKS = {
-    "rg/spiral_matrix-v1": [MARK, f"{MARK} or []"],
-    "rg/binary_matrix-v1": [MARK, f"[{MARK}]"],
-    "rg/string_insertion-v1": [MARK, f"({MARK}, 'A')"],
+    "rg/spiral_matrix-v2": [MARK, f"{MARK} or []"],
+    "rg/binary_matrix-v2": [MARK, f"[{MARK}]"],
+    "rg/string_insertion-v2": [MARK, f"({MARK}, 'A')"],
     "rg/countdown-v1": [MARK, f"({MARK})!", "len('')*(1+2) + len('xxxx')"],
-    "rg/simple_integration-v1": [MARK, f"({MARK})!", "Integral(X**2, X) + C", "integrate(X, X)"],
+    "rg/simple_integration-v2": [MARK, f"({MARK})!", "Integral(X**2, X) + C", "integrate(X, X)"],
 }
 
 
@@ -142,14 +142,45 @@ def test_junk_after_a_right_answer_does_not_pass(name: str, extra: str) -> None:
         assert verdict.reward == 0.0 and "exactly one answer" in verdict.reason, padded
 
 
+# Towers of powers hidden from a regex (parentheses, a sign, nesting, exp of a log), and
+# products SymPy's simplify would expand for minutes: SymPy computed 9**(9)**8 inline
+# for 30+ s (v1), a hung verifier thread in the trainer. The product is in X, the
+# variable of the task `_judge` draws (seed 0, difficulty 3).
+TOWERS = ("1e999999999", "9**9**9**9", "9**(9**9)", "x**999999999", "9**(9)**8", "9**+9**9",
+          "9**-(-9**9)", "(9)**(9)**(9)", "2**+99999", "(((9**100)**100)**100)**100",
+          "exp(999999999*log(9))", "*".join(f"(X+{k})" for k in range(2, 300)))  # fmt: skip
+
+
 def test_a_huge_exponent_scores_zero_without_hanging_the_scorer() -> None:
     import time
 
-    for domain_id in ("rg/coin_flip-v2", "rg/countdown-v1", "rg/simple_integration-v1"):
+    for domain_id in ("rg/coin_flip-v2", "rg/countdown-v1", "rg/simple_integration-v2"):
         start = time.monotonic()
-        for text in ("1e999999999", "9**9**9**9", "9**(9**9)", "x**999999999"):
+        for text in TOWERS:
             verdict = _judge(domain_id, text)
             assert verdict.reward == 0.0 and time.monotonic() - start < 5, (domain_id, text)
+
+
+def test_an_antiderivative_with_a_small_written_exponent_still_passes() -> None:
+    domain = get_domain("rg/simple_integration-v2")
+    task = domain.generate(0, 3)
+    assert _judge(domain.id, task.answer).passed
+    variable = str(domain.entry(0, 3)[1]["metadata"]["variable"])
+    assert _judge(domain.id, task.answer.replace(f"{variable}**", f"{variable}**+")).passed
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("string_insertion", "oracle_answer"), ("string_insertion", "[oracle_answer]"),
+     ("spiral_matrix", "[oracle_answer]"), ("binary_matrix", "[[oracle_answer]]")],
+)  # fmt: skip
+def test_the_scorers_own_gold_variable_earns_nothing(name: str, text: str) -> None:
+    # Each scorer evals the answer in its own function, where `oracle_answer` is the
+    # gold answer: v1 gave this constant 0.1 on every task.
+    domain = get_domain(f"rg/{name}-v2")
+    for seed, difficulty in ((0, 1), (1, 5), (2, 10)):
+        verdict = _judge(domain.id, text, seed, difficulty)
+        assert verdict.reward == 0.0 and "run it as code" in verdict.reason, (seed, text)
 
 
 def test_a_final_text_of_none_scores_zero_with_a_reason() -> None:

@@ -12,7 +12,7 @@ from posttrain.verify.safe_expr import MATH_FUNCTIONS, is_arithmetic, is_literal
 
 @pytest.mark.parametrize(
     "text",
-    ["[[1, 2], [3, 4]]", "('A', 'B')", "[-1, 2.5]", "1 2 3\n4 5 6", "ABCDE", "[A, B]", "  [1]", ""],
+    ["[[1, 2], [3, 4]]", "('A', 'B')", "[-1, 2.5]", "1 2 3\n4 5 6", "['A', 'B']", "  [1]", ""],
 )
 def test_literals_and_text_eval_cannot_run_pass(text: str) -> None:
     assert is_literal(text)
@@ -24,6 +24,16 @@ def test_literals_and_text_eval_cannot_run_pass(text: str) -> None:
      "lambda: 0", " print(1)"],
 )  # fmt: skip
 def test_calls_names_and_attributes_are_not_literals(text: str) -> None:
+    assert not is_literal(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["oracle_answer", "[oracle_answer]", "[[oracle_answer]]", "(entry, 1)", "ABCDE", "[A, B]"],
+)
+def test_a_name_is_not_a_literal(text: str) -> None:
+    # A scorer that evals the answer in its own function reads its variables through a
+    # name: `oracle_answer` is the gold answer in three reasoning-gym scorers.
     assert not is_literal(text)
 
 
@@ -42,6 +52,36 @@ def test_arithmetic_allows_only_the_given_names_functions_and_operators() -> Non
     assert not is_arithmetic("Y + C", names, MATH_FUNCTIONS, power=True)
     assert not is_arithmetic("sin(X, evaluate=False)", names, MATH_FUNCTIONS, power=True)
     assert not is_arithmetic("X.subs(X, 1)", names, MATH_FUNCTIONS, power=True)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["9**(9)**8", "9**+9**9", "9**-(-9**9)", "(9)**(9)**(9)", "2**+99999", "9**9**9**9",
+     "9**(9**9)", "X**(99*99*99*99)", "X**(X + 99999999)", "9**(1/0)", "X**1e999",
+     "(((9**100)**100)**100)**100", "exp(999999999*log(9))", "cosh(99999*log(9))",
+     "1e999*X", "9^9^9"],
+)  # fmt: skip
+def test_powers_that_would_build_a_huge_number_are_not_arithmetic(text: str) -> None:
+    # SymPy's parse_expr computes the number inline, with no timeout (9**(9)**8: 30+ s).
+    assert not is_arithmetic(text, {"X", "C"}, MATH_FUNCTIONS, power=True)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["X**11/11 + C", "X**(2+1)/3 + C", "X**(3)", "X**-1", "X**2.0", "X**(1/2)", "2**100",
+     "(9**100)**100", "exp(99*log(9))", "9**X", "X**C", "-cos(X) + exp(2*X)/2 + C"],
+)  # fmt: skip
+def test_powers_with_small_exponents_are_arithmetic(text: str) -> None:
+    assert is_arithmetic(text, {"X", "C"}, MATH_FUNCTIONS, power=True)
+
+
+def test_the_degree_is_bounded_when_asked() -> None:
+    # SymPy's simplify expands products: 64 distinct linear factors take it 8 s.
+    product = "*".join(f"(X+{k})" for k in range(2, 66))
+    assert is_arithmetic(product, {"X"}) and not is_arithmetic(product, {"X"}, max_degree=16)
+    assert not is_arithmetic("(X+1)**17", {"X"}, power=True, max_degree=16)
+    assert not is_arithmetic("((X+1)**4)**5", {"X"}, power=True, max_degree=16)
+    assert is_arithmetic("(X+1)**4*(X-1)**12 + X**16/16", {"X"}, power=True, max_degree=16)
 
 
 @pytest.mark.parametrize(
