@@ -17,8 +17,9 @@ any reading of the gold. Two plain numbers or fractions that are equal as
 `fractions.Fraction` (and two plain integers that differ) are answered at once,
 without a worker; so are two plain numbers when either is in scientific notation
 (`2.5e3`), compared exactly: math-verify reads that `e` as Euler's number, and
-"1e20" would equal "1". A timeout, a crash, a worker that will not start or junk
-gives False; the function never raises.
+"1e20" would equal "1"; one whose exponent has 19+ digits is not equal to anything.
+A timeout, a crash, a worker that will not start or junk gives False; the function
+never raises.
 
 Not guaranteed: math-verify extracts from prose ("The answer is 5" equals "5"),
 so check the answer's format yourself when it must be strict; its comparison is
@@ -229,7 +230,9 @@ def _plain_number(text: str) -> Fraction | Decimal | None:
     if len(text) > 100 or not text or text[0] not in "+-.0123456789":
         return None
     if _SCIENTIFIC.fullmatch(text):
-        # Exact and instant: Fraction("1e999999999") would build 10**999999999.
+        # Exact and instant: Fraction("1e999999999") would build 10**999999999. An
+        # exponent beyond Decimal's range (19+ digits) raises InvalidOperation: the
+        # caller answers "not equal" (math_equal never raises).
         return Decimal(text)
     if "e" in text.lower():  # "1_0e5" and the like: left to a worker
         return None
@@ -258,7 +261,10 @@ def math_equal(predicted: str, gold: str, timeout_s: float = 5.0) -> bool:
     predicted, gold = predicted.strip(), gold.strip()
     if not predicted or not gold or len(predicted) > _MAX_CHARS or len(gold) > _MAX_CHARS:
         return False
-    a, b = _plain_number(predicted), _plain_number(gold)
+    try:
+        a, b = _plain_number(predicted), _plain_number(gold)
+    except ArithmeticError:  # "2e9999999999999999999": no number we can hold
+        return False
     if a is not None and b is not None:
         if a == b:
             return True

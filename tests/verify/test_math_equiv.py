@@ -76,6 +76,16 @@ def test_a_huge_exponent_is_not_expanded_in_the_caller(monkeypatch: pytest.Monke
     assert math_equal("1e999999999", "1.0E+999999999")
 
 
+def test_an_exponent_beyond_decimals_range_is_not_equal_and_does_not_raise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(math_equiv._POOL, "take", lambda: None)  # answered without a worker
+    huge = "2e9999999999999999999"  # Decimal raised InvalidOperation on it
+    assert not math_equal(huge, "0.5")
+    assert not math_equal("0.5", huge)
+    assert not math_equal(huge, huge)
+
+
 @pytest.mark.parametrize(
     ("predicted", "gold", "equal"),
     [("1e20", "1", False), ("2.5e3", "2.5", False), ("1e1000", "1e999", False),
