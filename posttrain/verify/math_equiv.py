@@ -9,6 +9,8 @@ symbolically; sets, intervals, equations and matrices too). Its own timeout uses
 `signal.alarm`, which works on the main thread only, so here its timeouts are
 disabled and the work runs in a long-lived worker process (`python -c`, not a
 fork of the caller) that is killed and replaced when a call runs past `timeout_s`.
+On Linux a worker dies with its caller's process (`PR_SET_PDEATHSIG`), even in the
+middle of a comparison that would run for hours.
 Up to `MAX_WORKERS` workers serve concurrent callers, so `math_equal` works from
 any thread. Each text is read both as given and, when it has no math
 delimiters, wrapped in `$...$` (bare LaTeX such as `\frac12` is only found that
@@ -29,7 +31,8 @@ texts over 2 000 characters are False without a look; `timeout_s` bounds the
 worker's time on this pair, not the wait for a free worker or, the first time,
 for one to start (about a second); a worker's memory is capped at 4 GiB of
 address space, so a huge intermediate value is a failure (False), not an
-out-of-memory kill of the caller.
+out-of-memory kill of the caller; outside Linux, a worker busy on a comparison
+outlives its caller until the comparison ends.
 """
 
 from __future__ import annotations
@@ -37,15 +40,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import re
 import select
+import signal
 import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import Future
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 MAX_WORKERS = 4
 _MAX_CHARS = 2_000
@@ -55,6 +62,7 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _WORKER_COMMAND = "from posttrain.verify.math_equiv import _serve; _serve()"
 _DELIMITERS = ("$", "\\(", "\\[", "\\boxed")
 _SCIENTIFIC = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+")
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def _readings(text: str) -> list[object]:
@@ -73,11 +81,25 @@ def _judge(predicted: str, gold: str) -> bool:
     return any(verify(g, p, timeout_seconds=None) for g in golds for p in preds)
 
 
+def _die_with_parent(parent: int) -> None:
+    """Have Linux SIGKILL this worker when the thread that started it ends, and exit now
+    if it already has (a busy worker reads no EOF from its stdin). That thread is the
+    caller's spawner thread (`_Spawner`), which lasts as long as the caller's process."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(0)
+
+
 def _serve() -> None:
     """The worker's loop: one JSON request per stdin line, one JSON verdict per stdout line."""
     import logging
     import resource
 
+    if len(sys.argv) > 1:  # the caller's pid (the worker command's argument)
+        _die_with_parent(int(sys.argv[1]))
     logging.disable(logging.CRITICAL)  # math-verify warns that its timeouts are off
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard == resource.RLIM_INFINITY or hard > _MEMORY_CAP:
@@ -105,8 +127,12 @@ class _Worker:
     def __init__(self) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", _WORKER_COMMAND],
+        command = [sys.executable, "-c", _WORKER_COMMAND, str(os.getpid())]
+        # Started from the spawner thread: PR_SET_PDEATHSIG fires when the *thread* that
+        # started a process ends, and a caller's thread (a pool's, `_start_successor`)
+        # may end long before its process does.
+        self._process = _SPAWNER.popen(
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -152,6 +178,37 @@ class _Worker:
                 # A request left unflushed for a worker that died raises on close.
                 with contextlib.suppress(OSError):
                     stream.close()
+
+
+class _Spawner:
+    """Starts processes from one daemon thread, started on first use: it is never joined,
+    so it ends only with its process (a non-daemon thread, a ThreadPoolExecutor's, is
+    ended at interpreter shutdown while other threads may still call `math_equal`)."""
+
+    def __init__(self) -> None:
+        self._requests: queue.SimpleQueue[tuple[list[str], dict[str, Any], Future[Any]]]
+        self._requests = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def popen(self, command: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name="math-equiv-spawner", daemon=True
+                )
+                self._thread.start()
+        done: Future[subprocess.Popen[bytes]] = Future()
+        self._requests.put((command, kwargs, done))
+        return done.result()
+
+    def _serve(self) -> None:
+        while True:
+            command, kwargs, done = self._requests.get()
+            try:
+                done.set_result(subprocess.Popen(command, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 -- raised in the caller's thread
+                done.set_exception(exc)
 
 
 class _WorkerPool:
@@ -215,12 +272,15 @@ def _start_worker() -> _Worker | None:
 
 
 _POOL = _WorkerPool(MAX_WORKERS)
+_SPAWNER = _Spawner()
 
 
 def _new_pool_after_fork() -> None:
-    # A forked child must not talk to its parent's workers through the inherited pipes.
-    global _POOL
+    # A forked child must not talk to its parent's workers through the inherited pipes,
+    # and has no spawner thread (only the forking thread is copied).
+    global _POOL, _SPAWNER
     _POOL = _WorkerPool(MAX_WORKERS)
+    _SPAWNER = _Spawner()
 
 
 os.register_at_fork(after_in_child=_new_pool_after_fork)

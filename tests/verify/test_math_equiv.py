@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import doctest
+import os
 import random
+import signal
 import string
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -155,6 +159,56 @@ def test_killing_a_dead_worker_with_an_unsent_request_does_not_raise(
     worker._process.wait()
     assert worker._process.stdin is not None
     worker._process.stdin.write(b"[1, 2]\n")  # buffered: close() must flush it to a dead pipe
+    worker.kill()
+
+
+ORPHAN = r"""
+import os, sys, threading, time
+from posttrain.verify import math_equiv
+assert math_equiv.math_equal("x + 1", "1 + x")  # a worker started, now idle
+print(math_equiv._POOL._idle[0]._process.pid, flush=True)
+threading.Thread(target=math_equiv.math_equal, args=(sys.argv[1], "1", 600.0), daemon=True).start()
+time.sleep(1.0)  # the worker is busy on the tower
+os._exit(0)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"  # a zombie is dead
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_busy_worker_dies_with_its_callers_process() -> None:
+    # v1's worker went on at 100% CPU after its caller exited, busy on a comparison.
+    child = subprocess.run(
+        [sys.executable, "-c", ORPHAN, SLOW], capture_output=True, text=True, timeout=120
+    )
+    assert child.returncode == 0, child.stderr
+    pid = int(child.stdout.split()[0])
+    try:
+        deadline = time.monotonic() + 5.0
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(pid)
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_workers_started_from_a_finished_thread_still_answer() -> None:
+    # A worker dies with the thread that started it (PR_SET_PDEATHSIG), so workers are
+    # started from one spawner thread: here the caller's thread is gone before the call.
+    pool = math_equiv._WorkerPool(1)
+    thread = threading.Thread(target=lambda: pool.give_back(pool.take()))  # type: ignore[arg-type]
+    thread.start()
+    thread.join()
+    time.sleep(0.5)
+    worker = pool.take()
+    assert worker is not None and worker.ask("x + 1", "1 + x", 30.0) is True
     worker.kill()
 
 
