@@ -11,7 +11,10 @@ and compares it with a reference solid:
     text_silhouette(solid.manifold, "front")  # an ASCII picture, for a `render` tool
 
 Every function here is pure and never raises on a bad mesh: an unreadable or broken
-STL gives a `LoadedMesh` with `manifold=None` and a `problem` sentence.
+STL, or one reaching over `MAX_EXTENT` mm from the origin, gives a `LoadedMesh` with
+`manifold=None` and a `problem` sentence. A solid too large for manifold3d's 2D
+booleans (about 1e10 mm; they raise past it) has silhouette and mirror IoU 0 and no
+picture.
 
 Not guaranteed: STL files are read with trimesh (vertices merged); a mesh that trimesh
 calls watertight may still self-intersect, which manifold3d then rejects (we report it
@@ -31,6 +34,9 @@ import manifold3d
 import numpy as np
 
 View = Literal["top", "front", "side"]
+# Parts are tens to hundreds of millimetres; manifold3d's 2D booleans (integer
+# coordinates) raise "Values exceed permitted range" on a solid of about 1e11 mm.
+MAX_EXTENT = 1e6
 # Which coordinate axis a view looks along, and which two it keeps (horizontal, vertical).
 _VIEW_AXES: dict[str, tuple[int, int, int]] = {"top": (2, 0, 1), "front": (1, 0, 2), "side": (0, 1, 2)}  # fmt: skip
 
@@ -60,6 +66,8 @@ def load_stl(data: bytes, max_triangles: int = 400_000) -> LoadedMesh:
         return LoadedMesh(None, False, len(mesh.faces), None, f"the mesh has over {max_triangles} triangles")  # fmt: skip
     lo, hi = mesh.bounds
     bounds = (float(lo[0]), float(lo[1]), float(lo[2]), float(hi[0]), float(hi[1]), float(hi[2]))
+    if not all(abs(v) <= MAX_EXTENT for v in bounds):  # NaN fails this too
+        return LoadedMesh(None, False, len(mesh.faces), bounds, f"the mesh has a coordinate beyond ±{MAX_EXTENT:g} mm (or not a number)")  # fmt: skip
     watertight = bool(mesh.is_watertight and mesh.is_winding_consistent)
     if not watertight:
         return LoadedMesh(None, False, len(mesh.faces), bounds, "the mesh is not watertight (open or non-manifold edges)")  # fmt: skip
@@ -115,7 +123,8 @@ def iou(a: manifold3d.Manifold, b: manifold3d.Manifold) -> float:
 
 
 def _projection(solid: manifold3d.Manifold, view: View) -> manifold3d.CrossSection:
-    """The outline seen along the view's axis, in the view's (horizontal, vertical) axes."""
+    """The outline seen along the view's axis, in the view's (horizontal, vertical) axes;
+    RuntimeError for a solid too large for 2D booleans (module docstring)."""
     along = _VIEW_AXES[view][0]
     if along == 2:
         return solid.project()
@@ -128,12 +137,17 @@ def _projection(solid: manifold3d.Manifold, view: View) -> manifold3d.CrossSecti
 
 
 def silhouette_iou(a: manifold3d.Manifold, b: manifold3d.Manifold, view: View) -> float:
-    """Area IoU of the two solids' orthographic silhouettes in `view`."""
-    pa, pb = _projection(a, view), _projection(b, view)
-    union = (pa + pb).area()
+    """Area IoU of the two solids' orthographic silhouettes in `view` (0 when either is
+    too large for 2D booleans)."""
+    try:
+        pa, pb = _projection(a, view), _projection(b, view)
+        union = (pa + pb).area()
+        both = (pa ^ pb).area()
+    except RuntimeError:  # "Values exceed permitted range"
+        return 0.0
     if union <= 0:
         return 0.0
-    return float(min(max((pa ^ pb).area() / union, 0.0), 1.0))
+    return float(min(max(both / union, 0.0), 1.0))
 
 
 def probe(solid: manifold3d.Manifold, region: manifold3d.Manifold, expect: Literal["empty", "full"], tolerance: float = 0.02) -> bool:  # fmt: skip
@@ -149,25 +163,32 @@ def probe(solid: manifold3d.Manifold, region: manifold3d.Manifold, expect: Liter
 def mirror_iou(solid: manifold3d.Manifold, axis: int) -> float:
     """How mirror-symmetric the solid is across the centre plane of its box normal to
     `axis`: the smaller area IoU, over the two views that see that axis, of a silhouette
-    with its own mirror image (2D booleans: a hundred times faster than 3D ones)."""
+    with its own mirror image (2D booleans: a hundred times faster than 3D ones); 0 when
+    the solid is too large for them."""
     views: list[View] = [v for v in ("top", "front", "side") if axis in _VIEW_AXES[v][1:]]  # type: ignore[misc]
     scores = []
     for view in views:
-        section = _projection(solid, view)
-        which = 0 if _VIEW_AXES[view][1] == axis else 1
-        lo, hi = section.bounds()[which], section.bounds()[which + 2]
-        normal = [1.0, 0.0] if which == 0 else [0.0, 1.0]
-        shift = [lo + hi, 0.0] if which == 0 else [0.0, lo + hi]
-        mirrored = section.mirror(normal).translate(shift)
-        union = (section + mirrored).area()
-        scores.append((section ^ mirrored).area() / union if union > 0 else 0.0)
+        try:
+            section = _projection(solid, view)
+            which = 0 if _VIEW_AXES[view][1] == axis else 1
+            lo, hi = section.bounds()[which], section.bounds()[which + 2]
+            normal = [1.0, 0.0] if which == 0 else [0.0, 1.0]
+            shift = [lo + hi, 0.0] if which == 0 else [0.0, lo + hi]
+            mirrored = section.mirror(normal).translate(shift)
+            union = (section + mirrored).area()
+            scores.append((section ^ mirrored).area() / union if union > 0 else 0.0)
+        except RuntimeError:  # "Values exceed permitted range"
+            return 0.0
     return float(min(scores))
 
 
 def text_silhouette(solid: manifold3d.Manifold, view: View, columns: int = 48) -> str:
     """An ASCII picture of the silhouette: '#' inside, '.' outside, rows top down, with
     the axes and the millimetres per cell in a header line."""
-    section = _projection(solid, view)
+    try:
+        section = _projection(solid, view)
+    except RuntimeError:  # "Values exceed permitted range"
+        return f"{view} view: too large to draw (over about 1e10 mm)"
     polygons = [np.asarray(p, dtype=float) for p in section.to_polygons() if len(p) >= 3]
     _, h_axis, v_axis = _VIEW_AXES[view]
     if not polygons:

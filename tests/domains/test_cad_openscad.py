@@ -54,6 +54,25 @@ def test_the_reference_and_an_equivalent_rewrite_both_pass() -> None:
 
 
 @needs_openscad
+@pytest.mark.parametrize("source", ["cube(1e12);", "cube(2e6);"])
+def test_a_part_too_large_fails_as_a_bad_mesh_not_a_verifier_error(source: str) -> None:
+    # v1: cube(1e12) was a verifier error (manifold3d's 2D booleans raised); cube(2e6)
+    # earned 0.225 here (a valid solid, symmetric, filling some probes).
+    domain = OpenScadPartDomain()
+    task = domain.generate(0, 1)
+    verdict = domain.verify(task, _rollout(source), None)
+    assert verdict.error is None and verdict.reward == 0.0 and "beyond" in verdict.reason
+
+
+@needs_openscad
+def test_the_render_tool_answers_for_a_part_too_large() -> None:
+    from posttrain.domains.cad.tasks import describe_render
+
+    observation = describe_render("cube(1e12);")  # v1: RuntimeError out of the tool
+    assert "not a valid solid" in observation.content and "beyond" in observation.content
+
+
+@needs_openscad
 def test_each_corruption_fails_for_its_own_reason() -> None:
     domain = OpenScadPartDomain()
     task = domain.generate(1, 1)

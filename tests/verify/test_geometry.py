@@ -61,6 +61,20 @@ def test_junk_bytes_never_raise(junk: str) -> None:
     assert loaded.manifold is None and loaded.problem
 
 
+@pytest.mark.parametrize("size", [2e6, 1e12])
+def test_a_mesh_beyond_the_size_cap_is_not_a_solid(size: float) -> None:
+    loaded = load_stl(_stl(manifold3d.Manifold.cube([size, 1.0, 1.0])))
+    assert loaded.manifold is None and "beyond" in loaded.problem and loaded.bounds is not None
+
+
+def test_a_solid_too_large_for_2d_booleans_scores_zero_and_draws_nothing() -> None:
+    # manifold3d raised RuntimeError("Values exceed permitted range") out of each of these.
+    huge, small = manifold3d.Manifold.cube([1e12] * 3), manifold3d.Manifold.cube([1.0] * 3)
+    assert silhouette_iou(huge, small, "top") == 0.0 == silhouette_iou(small, huge, "front")
+    assert mirror_iou(huge, 0) == 0.0
+    assert "too large" in text_silhouette(huge, "side")
+
+
 def test_iou_is_one_for_the_same_solid_and_drops_for_a_shifted_one() -> None:
     solid = _plate_with_hole()
     assert iou(solid, solid) == pytest.approx(1.0)

@@ -1,7 +1,7 @@
 """The 3D/CAD and scene-layout family (`cad/...`): parametric parts and spatial layouts.
 
-CAD: `cad/openscad-part-v1`, `cad/openscad-render-v1` (multi-turn, a `render` tool),
-`cad/openscad-modify-v1` (OpenSCAD compiled in the sandbox, tasks.py);
+CAD: `cad/openscad-part-v2`, `cad/openscad-render-v2` (multi-turn, a `render` tool),
+`cad/openscad-modify-v2` (OpenSCAD compiled in the sandbox, tasks.py);
 `cad/csg-part-v2`, `cad/csg-volume-v1`, `cad/csg-enclosure-v2` (our JSON CSG built with
 manifold3d, csg_tasks.py). Scenes: `cad/scene-room-v1`, `cad/scene-room-render-v1`
 (scenes.py), `cad/scene-level-v1` (level.py), `cad/scene-shelf-v1` (shelves.py).

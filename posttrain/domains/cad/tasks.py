@@ -1,12 +1,12 @@
 """The OpenSCAD domains: write a part from its spec, write it with a `render` tool, modify one.
 
-- `cad/openscad-part-v1` (single turn): the spec of a part (parts.py) in words and
+- `cad/openscad-part-v2` (single turn): the spec of a part (parts.py) in words and
   numbers; the answer is OpenSCAD source.
-- `cad/openscad-render-v1` (multi-turn): the same kind of spec, with a `render` tool
+- `cad/openscad-render-v2` (multi-turn): the same kind of spec, with a `render` tool
   that compiles source in the sandbox and returns the compiler's errors, or the
   bounding box, volume, through-hole count and the top and front silhouettes as text;
   the final source must be one that was rendered (execute → observe → correct).
-- `cad/openscad-modify-v1` (single turn): an existing model's source and one change
+- `cad/openscad-modify-v2` (single turn): an existing model's source and one change
   (a hole size, a thickness, one more column of holes, a taller leg ...); the answer
   is the whole modified source. Every change moves a feature that the size check or
   a probe sees, so the original source handed back unchanged fails.
@@ -125,7 +125,7 @@ class _ScadDomain(ABC):
 class OpenScadPartDomain(_ScadDomain):
     """Write OpenSCAD for a part spec."""
 
-    id = "cad/openscad-part-v1"
+    id = "cad/openscad-part-v2"
 
     def generate(self, seed: int, difficulty: int) -> Task:
         check_difficulty(difficulty)
@@ -217,7 +217,7 @@ def _rendered_in(rollout: Rollout, source: str) -> bool:
 class OpenScadRenderDomain(_ScadDomain):
     """Write OpenSCAD for a part spec, checking drafts with the `render` tool."""
 
-    id = "cad/openscad-render-v1"
+    id = "cad/openscad-render-v2"
     axes = Axes("geometry", "cad_kernel", "multi", "geometry")
     max_turns = 6
 
@@ -322,7 +322,7 @@ _CHANGES: dict[str, list[tuple[str, tuple[float, ...], str]]] = {
 class OpenScadModifyDomain(_ScadDomain):
     """Change an existing OpenSCAD model to meet one changed requirement."""
 
-    id = "cad/openscad-modify-v1"
+    id = "cad/openscad-modify-v2"
 
     def generate(self, seed: int, difficulty: int) -> Task:
         check_difficulty(difficulty)
