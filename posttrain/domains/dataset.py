@@ -12,6 +12,9 @@ import path:
         path: data/capitals.jsonl
         verifier: exact              # or: reward: [mypkg.rewards:exact_city]
 
+`numeric` matches a gold written as an integer ("10000", "12%") exactly and any other
+within 1e-4 relative (docs/domains.md).
+
 A reward function follows TRL's shape: it takes a batch and returns one score per
 completion, `None` meaning "not applicable" (scored 0):
 
@@ -79,11 +82,14 @@ def _exact(text: str, answer: Any) -> tuple[float, bool, str]:
 
 
 def _numeric(text: str, answer: Any) -> tuple[float, bool, str]:
-    from posttrain.verify.numeric import numeric_match, strict_number
+    from posttrain.verify.numeric import numeric_match, strict_number, written_as_integer
 
     if strict_number(text) is None:
         return 0.0, False, "is not a number"
-    ok = numeric_match(text, _answer_text(answer))
+    gold = _answer_text(answer)
+    # A gold written as an integer (a count, a year, an exact amount) is matched exactly,
+    # as FinQA's rule does (equal to 5 places): 1e-4 relative slack passed 10001 for 10000.
+    ok = numeric_match(text, gold, rel_tol=0.0 if written_as_integer(gold) else 1e-4)
     return float(ok), ok, "equals the answer numerically" if ok else "is a different number"
 
 

@@ -30,6 +30,7 @@ from posttrain.verify.numeric import (
     parse_quantity,
     strict_number,
     values_close,
+    written_as_integer,
 )
 from posttrain.verify.sets import normalize_item, parse_items, set_f1, set_match
 from posttrain.verify.state import canonical_json, state_hash
@@ -61,4 +62,5 @@ __all__ = [
     "strict_integer",
     "strict_number",
     "values_close",
+    "written_as_integer",
 ]

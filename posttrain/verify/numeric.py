@@ -8,7 +8,8 @@ A quantity is an optional sign, an optional currency sign ($ € £ ¥), digits 
 optional thousands commas, decimals and exponent, then optionally "%" or a scale
 word (thousand, million, billion, trillion). "(12)" is -12, as in accounts.
 `strict_number` and `parse_quantity` accept text that is exactly one quantity
-(after stripping); `parse_number` takes the last quantity anywhere in prose.
+(after stripping), `written_as_integer` says whether it has no decimal point or
+exponent; `parse_number` takes the last quantity anywhere in prose.
 `numeric_match` follows the FinQA / TAT-QA rules: the scale words of the answer
 and the expected value must be the same (both absent, or the same word), then
 the values agree when equal after rounding to `decimals` places or within the
@@ -114,6 +115,23 @@ def strict_number(text: str) -> float | None:
     """
     quantity = parse_quantity(text)
     return quantity.value if quantity else None
+
+
+def written_as_integer(text: str) -> bool:
+    """Whether the whole stripped text is one quantity whose digits have no decimal point
+    and no exponent (a count, a year, an exact amount; "%" and scale words allowed).
+
+    >>> written_as_integer("10,000"), written_as_integer("$3 million"), written_as_integer("12%")
+    (True, True, True)
+    >>> written_as_integer("10000.0"), written_as_integer("1e4"), written_as_integer("ten")
+    (False, False, False)
+    """
+    if not isinstance(text, str) or len(text.strip()) > _MAX_TOKEN:
+        return False
+    match = _STRICT.fullmatch(text.strip())
+    if match is None or _quantity(match) is None:
+        return False
+    return "." not in match.group("num") and not match.group("exp")
 
 
 def parse_number(text: str) -> float | None:

@@ -243,6 +243,22 @@ def test_the_reference_passes_its_own_verifier(tmp_path: Path, verifier: str, an
 
 
 @pytest.mark.parametrize(
+    ("gold", "reply", "passed"),
+    [("10000", "10001", False), (10000, "10,000", True), ("10000", "10000.4", False),
+     ("10000", "10000.0", True), ("12%", "0.12", True), ("3 million", "3.0002 million", False),
+     ("10000.0", "10000.4", True), (1.5, "1.50001", True), ("0.1235", "0.12351", True)],
+)  # fmt: skip
+def test_numeric_matches_a_gold_written_as_an_integer_exactly(
+    tmp_path: Path, gold: object, reply: str, passed: bool
+) -> None:
+    # v1's 1e-4 relative slack passed 10001 for 10000; a gold with decimals keeps it.
+    path = _write(tmp_path / "d.jsonl", [{"prompt": "q?", "answer": gold}])
+    domain = DatasetDomain("mine/d-v1", path, verifier="numeric", heldout_fraction=0.0)
+    task = domain.task_for_row(0)
+    assert domain.verify(task, _rollout(task, reply), None).passed is passed
+
+
+@pytest.mark.parametrize(
     ("verifier", "answer"), [("numeric", "twelve"), ("numeric", [1, 2]), ("set_f1", [])]
 )
 def test_a_row_whose_answer_cannot_pass_its_verifier_is_named(

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from posttrain.verify import numeric, numeric_match, parse_number, parse_quantity, strict_number
+from posttrain.verify import (
+    numeric,
+    numeric_match,
+    parse_number,
+    parse_quantity,
+    strict_number,
+    written_as_integer,
+)
 from tests.verify.junk import junk_texts
 
 
@@ -202,3 +209,15 @@ def test_100kb_inputs_finish_without_a_backtracking_blowup(function: Callable[[s
         started = time.perf_counter()
         function(text)
         assert time.perf_counter() - started < 1.0, text[:20]
+
+
+@pytest.mark.parametrize(
+    ("text", "integer"),
+    [("10000", True), (" 10,000 ", True), ("$3 million", True), ("(12)", True), ("12%", True),
+     ("10000.0", False), ("1e4", False), (".5", False), ("ten", False), ("1 2", False),
+     ("1" * 500, False)],
+)  # fmt: skip
+def test_written_as_integer_means_one_quantity_without_a_point_or_exponent(
+    text: str, integer: bool
+) -> None:
+    assert written_as_integer(text) is integer
