@@ -362,6 +362,8 @@ class OpenAIEngine:
                         continue
                     except httpx.TimeoutException:
                         raise  # below: the deadline's message
+                    except (httpx.ProxyError, httpx.UnsupportedProtocol) as exc:  # every call
+                        raise EndpointUnavailable(f"{method} {url} failed: {_reason(exc)}") from None
                     except httpx.HTTPError as exc:  # a body that does not decode, redirects
                         reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
                         raise EndpointError(f"{method} {url} failed: {reason}") from None
@@ -399,10 +401,15 @@ class OpenAIEngine:
         return delay
 
 
+ROUNDING = 1e-4  # how far above 0 a server's logprob of a near-certain token may round
+
+
 def _checked_logprobs(entries: list[dict[str, Any]], url: Any) -> list[float]:
-    """The entries' logprobs; EndpointError for one that is not a finite number ≤ 0 (a
-    NaN or a positive logprob would poison whatever averages or trains on it)."""
+    """The entries' logprobs, a float's rounding above 0 (up to 1e-4) read as 0;
+    EndpointError for one that is not a finite number ≤ 0 (a NaN or a positive
+    logprob would poison whatever averages or trains on it)."""
     values = [float(e["logprob"]) for e in entries]
+    values = [0.0 if 0 < value <= ROUNDING else value for value in values]
     for k, value in enumerate(values):
         if not (math.isfinite(value) and value <= 0):
             raise EndpointError(

@@ -4,9 +4,9 @@ one request's sake, so that one bad request does not fail its whole batch.
     outcomes = generate_apart(engine, requests)       # per request: completions or an error
     outcomes = generate_apart(engine, requests, call)  # `call`: the scheduler's, with retries
 
-A call that raises something that may be one request's doing (a prompt the server
-refuses as too long, a key a replay engine has no script for, a token id the model
-lacks) is split in halves and each half called again, down to single requests: only
+A call that raises something that may be one request's doing (a ValueError, a
+LookupError or an `EndpointError`: a prompt the server refuses as too long, a key a
+replay engine has no script for, a token id the model lacks) is split in halves and each half called again, down to single requests: only
 the requests the engine still refuses alone fail, the others keep their completions.
 One such request among N costs about 2·log2(N) more calls; a batch the engine refuses
 whole, 2N − 1.
@@ -14,7 +14,8 @@ whole, 2N − 1.
 Not split (`shared_failure`), since every request would fail again, only slower: a
 transient error (`OSError`; the scheduler retries it first), an `EngineUnavailable`
 (a server down, the engine closed) and a result of the wrong shape
-(`EngineResultError`, an engine bug). Not guaranteed: the halves of a split batch are
+(`EngineResultError`, an engine bug), and any other error (an AttributeError is a
+bug in the engine, not a request's fault). Not guaranteed: the halves of a split batch are
 sampled in calls of their own, so what a fixed seed samples differs from the unsplit
 call; an engine that keeps KV caches between turns may have dropped those the failed
 call took (its next turn prefills again).
@@ -26,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from posttrain.engines.base import Completion, EngineUnavailable, GenerationRequest
+from posttrain.engines.openai import EndpointError
 
 Outcome = list[Completion] | Exception  # a request's completions, or why it has none
 Call = Callable[[list[GenerationRequest]], list[list[Completion]]]
@@ -57,8 +59,15 @@ def generate_apart(
 
 
 def shared_failure(exc: BaseException) -> bool:
-    """Whether `exc` fails every request of a call alike (so splitting cannot help)."""
-    return isinstance(exc, OSError | EngineUnavailable | EngineResultError)
+    """Whether splitting cannot help: `exc` is not a refusal that may be one request's.
+    Those are a ValueError or LookupError (a prompt too long, a key a replay engine
+    has no script for, an id outside the vocabulary) and an endpoint's refusal of a
+    request (`EndpointError`, 400/413/422 or a malformed reply); an `EngineUnavailable`,
+    an `OSError`, a result of the wrong shape and any other error (a bug in an engine:
+    STYLE, programming errors raise) fail the call whole."""
+    if isinstance(exc, OSError | EngineUnavailable | EngineResultError):
+        return True
+    return not isinstance(exc, ValueError | LookupError | EndpointError)
 
 
 def misshapen(engine: Any, results: Any, requests: Sequence[GenerationRequest]) -> str | None:

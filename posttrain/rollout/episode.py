@@ -147,7 +147,7 @@ def run_episodes(
 
     An engine error that is one request's (`engine_calls`: found by splitting the
     batch) is a recorded failure of that request's episodes; one that fails every
-    request (`OSError`, `EngineUnavailable`, a result of the wrong shape) raises, as
+    request, or is a bug in the engine (`engine_calls.shared_failure`), raises, as
     does a KeyboardInterrupt: either way the sessions opened are closed and the
     engine's kept KV caches released first."""
     episodes: list[list[EpisodeState]] = []

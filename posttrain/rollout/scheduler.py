@@ -14,9 +14,10 @@ one never blocks another:
   waiting work per call, by priority: a group's first turn (one request, `n` samples
   sharing the prefill) or one episode's next turn. A call that raises a transient
   error (`OSError`: connection, timeout) is retried with exponential backoff; after
-  `engine_retries` it ends those episodes as recorded failures. Any other error is
-  not retried: the batch is split until the requests that fail alone are found
-  (`rollout/engine_calls.py`), and only their episodes fail.
+  `engine_retries` it ends those episodes as recorded failures. A refusal that may be
+  one request's (`engine_calls.shared_failure`) is not retried: the batch is split
+  until the requests that fail alone are found (`rollout/engine_calls.py`), and only
+  their episodes fail; any other error ends the call's episodes as recorded failures.
 - **env**: `env_workers` threads serve tool calls and scripted users (sandboxes).
 - **verify**: `verify_workers` threads run the verifiers (a raising verifier is a
   `Verdict.error`, `episode.finish`).

@@ -21,7 +21,8 @@ def with_logprobs(text: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_server_logprobs_of_the_local_tokens_are_kept() -> None:
-    entries = [{"token": "h", "logprob": -0.5}, {"token": "i", "logprob": 0.0}]
+    # 1e-7 is a near-certain token's logprob rounded above 0 by the server's float math
+    entries = [{"token": "h", "logprob": -0.5}, {"token": "i", "logprob": 1e-7}]
     handler, _ = fake(lambda r: httpx.Response(200, json=with_logprobs("hi", entries)))
     with engine_for(handler) as engine:
         [completion] = ask(engine)

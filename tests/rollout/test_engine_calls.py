@@ -55,7 +55,9 @@ def test_one_refused_request_fails_alone_within_a_few_calls() -> None:
 
 
 @pytest.mark.parametrize(
-    "error", [ConnectionError("reset"), EngineUnavailable("server down")], ids=["os", "down"]
+    "error",
+    [ConnectionError("reset"), EngineUnavailable("server down"), AttributeError("a bug")],
+    ids=["os", "down", "bug"],
 )
 def test_a_failure_every_request_shares_is_not_split(error: Exception) -> None:
     engine = Picky(error)
@@ -72,6 +74,21 @@ def test_a_result_of_the_wrong_shape_fails_the_call_once_naming_the_engine() -> 
     outcomes = generate_apart(engine, requests(["t0", "t1"]))
     assert all(isinstance(o, EngineResultError) for o in outcomes) and engine.calls == 1
     assert "engine Short returned 1 results for 2 requests" in str(outcomes[0])
+
+
+def test_a_bug_in_the_engine_raises_out_of_the_lockstep_loop(tokenizer: Any) -> None:
+    # It had been split 2N - 1 times and every episode recorded as unjudged: an
+    # evaluation reported 0% and nothing raised (STYLE: programming errors raise).
+    class Broken(Picky):
+        def generate(self, requests: list[GenerationRequest]) -> list[list[Completion]]:
+            self.calls += 1
+            return [[r.no_such_field] for r in requests]  # type: ignore[attr-defined]
+
+    tasks, _ = addition_tasks(tokenizer)
+    engine = Broken()
+    with pytest.raises(AttributeError, match="no_such_field"):
+        run_episodes(tasks, engine, tokenizer, PARAMS, get_domain)
+    assert engine.calls == 1
 
 
 def addition_tasks(tokenizer: Any) -> tuple[list[Task], ReplayEngine]:
