@@ -62,7 +62,10 @@ def load_yaml(text: str | IO[str]) -> Any:
     """The data of one YAML document (None when empty), safe types only; YAMLInputError
     for bad syntax, a duplicate key, an alias expansion past `MAX_ALIAS_VALUES`, nesting
     too deep or an integer too long (see the module doc)."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # reads the first characters: a ReaderError already
+    except yaml.YAMLError as exc:
+        raise YAMLInputError(" ".join(str(exc).split())) from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -73,6 +76,10 @@ def load_yaml(text: str | IO[str]) -> Any:
         raise YAMLRefusedError(_one_line(exc)) from None
     except yaml.MarkedYAMLError as exc:
         raise YAMLInputError(_one_line(exc)) from None
+    except YAMLInputError:
+        raise
+    except yaml.YAMLError as exc:  # a character YAML does not allow (ReaderError): no mark
+        raise YAMLInputError(" ".join(str(exc).split())) from None
     except RecursionError:
         raise YAMLTooDeepError() from None
     finally:

@@ -62,3 +62,10 @@ def test_a_value_python_cannot_make_is_refused_naming_it(text: str, message: str
 def test_nesting_too_deep_is_a_yaml_error() -> None:
     with pytest.raises(YAMLTooDeepError, match="too deeply"):
         load_yaml("[" * 10_000)
+
+
+@pytest.mark.parametrize("char", ["\x07", "\x00"])
+def test_a_character_yaml_does_not_allow_is_a_yaml_input_error(char: str) -> None:
+    # PyYAML's ReaderError carries no mark: it had escaped as a traceback.
+    with pytest.raises(YAMLInputError, match="unacceptable character"):
+        load_yaml(f"grpo:\n  steps: 1{char}\n")
