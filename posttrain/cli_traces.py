@@ -42,8 +42,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 from rich.table import Column, Table
 
-from posttrain.cli_console import console, err_console, fail
-from posttrain.cli_console import plain as _escape
+from posttrain.cli_console import console, err_console, fail, plain
 
 if TYPE_CHECKING:
     from posttrain.store.traces import TraceStore
@@ -82,9 +81,9 @@ def traces_list(
         Column("id", no_wrap=True), "domain", "stage", "policy", "reward", "passed", "error"
     )
     for r in shown:
-        table.add_row(_escape(r.id[:12]), _escape(r.domain), _escape(r.stage),
+        table.add_row(plain(r.id[:12]), plain(r.domain), plain(r.stage),
                       str(r.policy_version), f"{r.reward:.3f}",
-                      "yes" if r.passed else "[red]no[/]", _escape(_short(r.error or "", 50)))  # fmt: skip
+                      "yes" if r.passed else "[red]no[/]", plain(_short(r.error or "", 50)))  # fmt: skip
     console.print(table)
     passed, errors = sum(r.passed for r in rows), sum(r.error is not None for r in rows)
     console.print(f"{len(rows)} rollouts: {passed} passed, {errors} with an error", highlight=False)
@@ -118,32 +117,32 @@ def traces_show(
         return
     # soft_wrap: long texts and tool arguments stay on one line each, copyable whole.
     r, out = rollout, partial(console.print, highlight=False, soft_wrap=True)
-    out(f"[bold]rollout {r.id}[/]  task {_escape(r.task_id)}  difficulty {r.difficulty}  "
+    out(f"[bold]rollout {plain(r.id)}[/]  task {plain(r.task_id)}  difficulty {r.difficulty}  "
         f"policy version {r.policy_version}")  # fmt: skip
     for m in r.messages[: prompt_length(r)]:
-        out(f"[bold cyan]{m.role}:[/] {_escape(m.content)}")
+        out(f"[bold cyan]{m.role}:[/] {plain(m.content)}")
     for k, turn in enumerate(r.turns, start=1):
         sampled = f"{len(turn.token_ids)} tokens, {turn.finish_reason}"
-        out(f"[bold]turn {k}[/] ({sampled}) [bold green]assistant:[/] {_escape(turn.text)}")  # fmt: skip
+        out(f"[bold]turn {k}[/] ({sampled}) [bold green]assistant:[/] {plain(turn.text)}")  # fmt: skip
         for call in turn.tool_calls:
             args = json.dumps(call.arguments, ensure_ascii=False)
-            out(f"  [magenta]tool call[/] {_escape(call.name)}({_escape(args)})")
+            out(f"  [magenta]tool call[/] {plain(call.name)}({plain(args)})")
         for obs in turn.observations:
             who = f"{obs.role}[{obs.name}]" if obs.name else obs.role
-            out(f"  [yellow]{_escape(who)}:[/] {_escape(obs.content)}")
+            out(f"  [yellow]{plain(who)}:[/] {plain(obs.content)}")
     n_sampled = sum(r.loss_mask)
     out(f"tokens: prompt {len(r.prompt_ids)}, completion {len(r.completion_ids)}, "
         f"sampled {n_sampled}, environment {len(r.completion_ids) - n_sampled}")  # fmt: skip
     v = r.verdict
     verdict = "[green]pass[/]" if v.passed else "[red]fail[/]"
-    out(f"verdict: {verdict}, reward {v.reward:g} — {_escape(v.reason)}")
+    out(f"verdict: {verdict}, reward {v.reward:g} — {plain(v.reason)}")
     if v.components:
-        out("components: " + ", ".join(f"{_escape(k)} {x:g}" for k, x in v.components.items()))
+        out("components: " + ", ".join(f"{plain(k)} {x:g}" for k, x in v.components.items()))
     for what, error in (("verifier error", v.error), ("episode error", r.error)):
         if error:
-            out(f"[red]{what}:[/] {_escape(error)}")
+            out(f"[red]{what}:[/] {plain(error)}")
     if r.timings:
-        out("timings: " + ", ".join(f"{k} {x:.3g}" for k, x in r.timings.items()))
+        out("timings: " + ", ".join(f"{plain(k)} {x:.3g}" for k, x in r.timings.items()))
 
 
 def rescore_command(run: RunArg, domain: DomainOpt = None, stage: StageOpt = None,
@@ -171,17 +170,17 @@ def rescore_command(run: RunArg, domain: DomainOpt = None, stage: StageOpt = Non
     table = Table("domain", "re-verified", "changed", "not re-verifiable (why)")
     for name, s in sorted(report.per_domain.items()):
         why = "; ".join(f"{n}: {reason}" for reason, n in s.not_reverifiable.items())
-        table.add_row(_escape(name), str(s.reverified), str(s.changed), _escape(why))
+        table.add_row(plain(name), str(s.reverified), str(s.changed), plain(why))
     console.print(table)
     if report.changes:
         changes = Table("id", "domain", "reward old → new", "passed", "reason now")
         for c in report.changes:
             flip = f"{_yes(c.old_passed)} → {_yes(c.new_passed)}"
-            changes.add_row(_escape(c.id[:12]), _escape(c.domain),
+            changes.add_row(plain(c.id[:12]), plain(c.domain),
                             f"{c.old_reward:.3f} → {c.new_reward:.3f}",
-                            flip, _escape(c.new_error or c.new_reason))  # fmt: skip
+                            flip, plain(c.new_error or c.new_reason))  # fmt: skip
         console.print(changes)
-    console.print(f"{len(report.changes)} changed; report: [bold]{_escape(str(path))}[/]",
+    console.print(f"{len(report.changes)} changed; report: [bold]{plain(str(path))}[/]",
                   highlight=False)  # fmt: skip
 
 
@@ -230,7 +229,7 @@ def export_command(
         return
     unit = {"sft": "conversations", "dpo": "preference pairs", "rl": "task prompts"}[fmt]
     console.print(
-        f"{len(rows)} {unit} from {rollouts.n} rollouts → [bold]{_escape(str(path))}[/]",
+        f"{len(rows)} {unit} from {rollouts.n} rollouts → [bold]{plain(str(path))}[/]",
         highlight=False,
     )
 

@@ -240,6 +240,11 @@ def test_list_and_rescore_print_markup_in_domains_and_stages_as_text(tmp_path: P
     rescored = posttrain("rescore", run_dir.path)
     assert rescored.exit_code == 0, rescored.output
     assert "[/]a" in rescored.stdout and "[red]b" in rescored.stdout
+    with TraceStore(run_dir.traces_path) as store:  # a foreign id: show had raised MarkupError
+        store.record([dataclasses.replace(wrong, id="mk[/x]3", timings={"[/y]": 1.0})], "s")
+    shown = posttrain("traces", "show", run_dir.path, "mk[/x]3")
+    assert shown.exit_code == 0, shown.output
+    assert "mk[/x]3" in shown.stdout and "[/y]" in shown.stdout
 
 
 @pytest.fixture

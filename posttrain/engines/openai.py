@@ -363,7 +363,9 @@ class OpenAIEngine:
                     except httpx.TimeoutException:
                         raise  # below: the deadline's message
                     except (httpx.ProxyError, httpx.UnsupportedProtocol) as exc:  # every call
-                        raise EndpointUnavailable(f"{method} {url} failed: {_reason(exc)}") from None
+                        raise EndpointUnavailable(
+                            f"{method} {url} failed: {_reason(exc)}"
+                        ) from None
                     except httpx.HTTPError as exc:  # a body that does not decode, redirects
                         reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
                         raise EndpointError(f"{method} {url} failed: {reason}") from None

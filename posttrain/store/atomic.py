@@ -139,12 +139,17 @@ def remove_directory(path: str | Path) -> None:
     """Delete the directory `path` (if there is one) so that a crash at any moment leaves
     it whole or gone: renamed to a hidden trash sibling, the rename made durable, then
     deleted. A crash mid-delete, or a file the delete cannot remove, leaves the trash
-    for `sweep_leftovers`; only the rename can raise."""
+    for `sweep_leftovers`; OSError when the trash cannot be made or the rename fails
+    (`path` is then untouched, and no trash is left)."""
     path = Path(path)
     if not path.exists() and not path.is_symlink():
         return
     trash = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.trash-"))
-    os.replace(path, trash)  # over the empty directory mkdtemp made: a fresh name, atomically
+    try:
+        os.replace(path, trash)  # over the empty directory mkdtemp made: a fresh name
+    except OSError:
+        trash.rmdir()
+        raise
     _fsync_dir(path.parent)
     shutil.rmtree(trash, ignore_errors=True)  # out of the way already: nothing reads it
 

@@ -139,7 +139,9 @@ class MetricsLogger:
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     """Every record in a `metrics.jsonl`, in order. A torn last line (a crash mid-write)
-    is skipped; a malformed line anywhere else raises ValueError naming it."""
+    is skipped; a malformed line anywhere else, or a record without the shape `log`
+    writes (an object with a str `stage`, an int `step`, a number `time` and an
+    object of `values`), raises ValueError naming it."""
     path = Path(path)
     lines = path.read_text(encoding="utf-8").splitlines()
     records: list[dict[str, Any]] = []
@@ -147,12 +149,25 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError as e:
             if number == len(lines):
                 break
             raise ValueError(f"{path}:{number}: not a JSON line: {e}") from e
+        if not _a_record(record):
+            raise ValueError(f"{path}:{number}: not a metrics record: {line[:80]}")
+        records.append(record)
     return records
+
+
+def _a_record(record: Any) -> bool:
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("stage"), str)
+        and type(record.get("step")) is int
+        and isinstance(record.get("time"), int | float)
+        and isinstance(record.get("values"), dict)
+    )
 
 
 def rewrite_tensorboard(run_dir: RunDir) -> None:

@@ -1,8 +1,9 @@
 """What GRPO trains each rollout on, and which groups carry a gradient: the trained
 reward (the verdict's reward, or a component of it under `grpo.reward_component`),
 whether a rollout has one to train on, whether a group's differ, and dynamic
-sampling's choice of groups. `train/grpo.py` and `train/guidance.py` ask these, so
-they never disagree about a rollout or a group.
+sampling's choice of groups. `train/grpo.py` asks these, and `train/guidance.py` the
+same rules through its reward function (`guidance.trains`), so they never disagree
+about a rollout or a group.
 
     trainable(rollout, "digits")   # scored, and its trained reward a finite number
     has_spread(group)              # its trainable rollouts' rewards differ (in float32)

@@ -111,9 +111,10 @@ def step_advantages(
     """Advantages [B*G] of the variant, and the rollouts worth training on: those of
     groups with reward spread (a group baseline gives the rest zero advantage), or
     with the batch baseline every rollout as long as the batch has spread. `scored`
-    False marks a rollout without a verdict (`Rollout.scored`: a crash, or a verifier
-    that raised): its reward 0 judges nothing, so it is left out of the baselines (each over the group's, or batch's, other rollouts) and
-    of the loss, never taken for a wrong answer."""
+    False marks a rollout with no reward to train on (`group_rewards.trainable`: a
+    crash, a verifier that raised, a trained reward that is no finite number): its
+    reward judges nothing, so it is left out of the baselines (each over the group's,
+    or batch's, other rollouts) and of the loss, never taken for a wrong answer."""
     plan = loss_plan(cfg)
     if scored is not None and not all(scored):
         n, size = rewards.numel(), rewards.numel() if plan.baseline == "batch" else cfg.group_size

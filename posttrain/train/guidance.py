@@ -6,7 +6,8 @@ A group whose rollouts all failed has no reward spread, so a group baseline give
 gradient: cells the policy never solves teach it nothing, however often they are drawn.
 With guidance on, such a group gets the task's reference, played through the real
 episode loop (`replay_references`: tool calls and observations included) and
-verified, in place of one sample (an unscored one if there is one, else the last).
+verified, in place of one sample (one with no reward to train on if there is one,
+else the last).
 When the reference scores higher than the failures, the group has spread: the
 reference gets a positive advantage and the failures a negative one.
 
@@ -33,6 +34,7 @@ episode above `max_context`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -65,10 +67,17 @@ def is_reference(rollout: Rollout) -> bool:
     return rollout.id.endswith(REFERENCE_SUFFIX)
 
 
+def trains(rollout: Rollout, reward: RewardFn) -> bool:
+    """`group_rewards.trainable` with guidance's reward function: scored, and a finite
+    number to train on (a NaN component leaves the rollout out, as the update does)."""
+    return rollout.scored and math.isfinite(reward(rollout))
+
+
 def all_failed(group: Sequence[Rollout], reward: RewardFn) -> bool:
-    """Whether every scored rollout of `group` got the same reward below 1 (and one at
-    least was scored): a group with no spread that a passing reference could give some."""
-    values = [reward(r) for r in group if r.scored]
+    """Whether every trainable rollout of `group` (`trains`) got the same reward below 1
+    (and one at least is trainable): a group with no spread that a passing reference
+    could give some."""
+    values = [reward(r) for r in group if trains(r, reward)]
     return bool(values) and not rewards_differ(values) and float(torch.tensor(values[0])) < 1.0
 
 
@@ -109,7 +118,9 @@ class Guidance:
         out = list(groups)
         for (i, ref), lp in zip(references, logprobs, strict=True):
             task, group = groups[i]
-            slot = next((k for k in reversed(range(len(group))) if not group[k].scored), -1)
+            slot = next(
+                (k for k in reversed(range(len(group))) if not trains(group[k], self.reward)), -1
+            )
             guided = replace(
                 ref, id=group[slot].id + REFERENCE_SUFFIX, logprobs=lp, turns=turns_with(ref, lp)
             )
@@ -122,9 +133,9 @@ class Guidance:
     def _fits(self, ref: Rollout, group: list[Rollout]) -> bool:
         """Whether `ref` can stand in for a sample of `group`: verified, scoring higher,
         on the same prompt, and no longer than the policy may sample."""
-        scored = next(r for r in group if r.scored)
+        scored = next(r for r in group if trains(r, self.reward))
         return (
-            ref.scored
+            trains(ref, self.reward)
             and any(ref.loss_mask)
             and self.reward(ref) > self.reward(scored)
             and ref.prompt_ids == scored.prompt_ids

@@ -82,6 +82,10 @@ def heldout_tasks(
     return tasks
 
 
+class StreamExhausted(ValueError):
+    """A task stream met only prompts it must skip, `MAX_CONSECUTIVE_SKIPS` in a row."""
+
+
 class MixtureError(ValueError):
     """A mixture weight names no domain of the mix, or is negative or not finite; the
     message says which."""
@@ -286,7 +290,7 @@ class TaskSampler:
                 tasks.append(task)
                 skipped = 0
             elif (skipped := skipped + 1) >= MAX_CONSECUTIVE_SKIPS:
-                raise ValueError(
+                raise StreamExhausted(
                     f"the {self.stream!r} stream drew {skipped} held-out prompts in a row (last "
                     f"from {task.domain}): the mix has too few distinct tasks outside the "
                     "held-out set; lower eval.tasks_per_domain or add data"

@@ -414,6 +414,7 @@ class Pipeline:
         self.result.stages[stage] = stats
         for step, values in unlogged_rows(self.run_dir, stage, state.get("log", [])):
             self.metrics.log(stage, step, values)  # the control arm's, if a kill lost them
+            self.monitor.check(stage, step, values)
         self.evaluate(stage)
         return stats
 

@@ -16,9 +16,9 @@ control arm runs beside rank 0 as one process.
 Rank 0 holds the run directory's lock (`RunDir.lock`) from creating or reopening it to
 the end, so a second process on one run (two `resume=RUN` at once) exits 2 with "run RUN
 is in use (pid N)". `resume=RUN` refuses every other setting given, even one equal to
-its default. A new run stores `sft.data_file` and `dpo.data_file` absolute in its
-config.yaml and their size and sha256 in `data_files.json`; a resume refuses a data
-file that has changed since.
+its default. A new run stores `sft.data_file`, `dpo.data_file` and `datasets[].path`
+absolute in its config.yaml and their size and sha256 in `data_files.json`; a resume
+refuses a data file that has changed since.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
                 f"drop the other settings ({', '.join(given)})"
             )
         resumed, config = open_for_resume(config.resume)
+        check_data_files(resumed, config)  # the same data as the run started with
     else:
         config = _absolute_data_files(config)
     check_machine(config.train)
@@ -90,8 +91,6 @@ def run_recipe(config: RunConfig, reporter: Reporter | None = None) -> RecipeRes
                              ("dpo.data_file", config.dpo.data_file)):  # fmt: skip
         if path is not None and not Path(path).is_file():
             raise ConfigError(f"{field_name}: {path!r} does not exist or is not a file")
-    if resumed is not None:
-        check_data_files(resumed, config)  # the same data as the run started with
     if config.logging.wandb and not _installed("wandb"):
         raise ConfigError("logging.wandb=true needs the wandb package: pip install wandb")
     if config.rollout.backend == "ray" and config.grpo.enabled and not _installed("ray"):
@@ -122,15 +121,18 @@ def _given_settings(config: BaseModel, prefix: str = "") -> set[str]:
 
 
 def _absolute_data_files(config: RunConfig) -> RunConfig:
-    """`config` with `sft.data_file` and `dpo.data_file` made absolute against this
-    working directory, as config.yaml then stores them: a resume started elsewhere
-    reads the same files."""
-    update = {}
+    """`config` with `sft.data_file`, `dpo.data_file` and every `datasets[].path` made
+    absolute against this working directory, as config.yaml then stores them: a resume
+    started elsewhere reads the same files."""
+    update: dict[str, object] = {}
     for stage in ("sft", "dpo"):
         settings = getattr(config, stage)
         if settings.data_file is not None:
             absolute = os.path.abspath(settings.data_file)
             update[stage] = settings.model_copy(update={"data_file": absolute})
+    if config.datasets:
+        update["datasets"] = [d.model_copy(update={"path": os.path.abspath(d.path)})
+                              for d in config.datasets]  # fmt: skip
     return config.model_copy(update=update) if update else config
 
 
@@ -212,6 +214,8 @@ def _run_ranked(
                 path = str(_own_run_dir(config, resumed, stack).path)
             except (ConfigError, RunDirError) as exc:
                 error = exc
+            except OSError as exc:  # a full disk, a read-only folder, a data file gone
+                error = ConfigError(f"the run directory: {exc}")
         # Every rank learns rank 0's run directory, or why it has none (then all stop).
         path, error = broadcast_object((path, error))
         if error is not None:

@@ -22,7 +22,7 @@ from posttrain.domains import get_domain, load_entry_points, register
 from posttrain.domains.base import Domain
 from posttrain.domains.dataset import DatasetDomain, DatasetError
 from posttrain.rollout.episode import replay_references
-from posttrain.train.mixture import TaskSampler, heldout_tasks, prompt_key
+from posttrain.train.mixture import StreamExhausted, TaskSampler, heldout_tasks, prompt_key
 from posttrain.types import Rollout, Task
 
 T = TypeVar("T")
@@ -179,7 +179,7 @@ def validation_tasks(
     prompts, with a warning."""
     try:
         return stream(exclude | {prompt_key(t) for t in training}).sample(count)
-    except ValueError:
+    except StreamExhausted:
         if warn is not None:
             warn(f"{stage}: too few prompts outside the training ones; validation shares them")
         return stream(exclude).sample(count)
@@ -222,11 +222,14 @@ def _fitting(
     others are left out, with a warning naming their cells; none fitting is an error."""
     if window is None:
         return examples
-    fit = [r for r in examples if len(r.prompt_ids) + len(r.completion_ids) <= window]
-    if len(fit) < len(examples):
-        cells = sorted({f"{r.domain} d{r.difficulty}" for r in examples if r not in fit})
+    fit: list[Rollout] = []
+    long: list[Rollout] = []
+    for r in examples:
+        (fit if len(r.prompt_ids) + len(r.completion_ids) <= window else long).append(r)
+    if long:
+        cells = sorted({f"{r.domain} d{r.difficulty}" for r in long})
         message = (
-            f"{what}: {len(examples) - len(fit)} of {len(examples)} demonstrations are longer "
+            f"{what}: {len(long)} of {len(examples)} demonstrations are longer "
             f"than the model's window of {window} tokens and are left out ({', '.join(cells[:6])}"
             f"{', ...' if len(cells) > 6 else ''}); lower sft.max_difficulty to draw fewer"
         )

@@ -82,6 +82,7 @@ from posttrain.store.atomic import (
     atomic_directory,
     atomic_write_text,
     is_complete,
+    remove_directory,
     sweep_leftovers,
 )
 from posttrain.store.metrics import read_metrics, rewrite_tensorboard
@@ -263,7 +264,8 @@ def _state_step(run: RunDir, name: str) -> int:
 def prepare_resume(run: RunDir) -> None:
     """Make a run directory ready to continue, holding its lock (`RunDir.lock`): remove
     what crashed atomic writes and deletes left under it (`sweep_leftovers`), forget
-    what the resume redoes (`forget_unfinished`), and write TensorBoard's files again
+    what the resume redoes (`forget_unfinished`), remove the mid-stage states it took
+    for none (beside a finished stage, or without a readable `state.json`), and write TensorBoard's files again
     from the rows kept (every time: an earlier resume may have been killed between the
     two; about 40 µs a value)."""
     from posttrain.config import ConfigError
@@ -271,6 +273,11 @@ def prepare_resume(run: RunDir) -> None:
     sweep_leftovers(run.checkpoints)
     sweep_leftovers(run.path)
     forget_unfinished(run, STAGES)
+    for stage, name in MID_STAGE_STATES.items():  # what forget_unfinished took for none
+        state = run.checkpoint_path(name)
+        finished = is_complete(run.checkpoint_path(stage))
+        if is_complete(state) and (finished or _state_step(run, name) == 0):
+            remove_directory(state)  # so that no loader reads it: the stage starts over
     if run.tb_dir.is_dir():
         try:
             rewrite_tensorboard(run)
@@ -280,7 +287,7 @@ def prepare_resume(run: RunDir) -> None:
 
 def record_data_files(run: RunDir, config: RunConfig) -> None:
     """Write `data_files.json`: the path, size and sha256 of each users' data file the
-    run reads (`sft.data_file`, `dpo.data_file`), for a resume to check."""
+    run reads (`sft.data_file`, `dpo.data_file`, `datasets[].path`), for a resume to check."""
     record = {name: {"path": path, **_fingerprint(path)}
               for name, path in _data_files(config).items()}  # fmt: skip
     atomic_write_text(run.data_files_path, json.dumps(record, indent=1) + "\n")
@@ -323,6 +330,7 @@ def _data_files(config: RunConfig) -> dict[str, str]:
     s, d = config.sft, config.dpo
     files = {"sft.data_file": s.data_file if s.enabled else None,
              "dpo.data_file": d.data_file if d.enabled else None}  # fmt: skip
+    files |= {f"datasets[{i}].path ({d.id})": d.path for i, d in enumerate(config.datasets)}
     return {name: path for name, path in files.items() if path}
 
 

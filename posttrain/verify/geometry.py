@@ -13,7 +13,7 @@ and compares it with a reference solid:
 Every function here is pure and never raises on a bad mesh: an unreadable or broken
 STL, or one reaching over `MAX_EXTENT` mm from the origin, gives a `LoadedMesh` with
 `manifold=None` and a `problem` sentence. A solid too large for manifold3d's 2D
-booleans (about 1e10 mm; they raise past it) has silhouette and mirror IoU 0 and no
+booleans (about 1e11 mm; they raise past it) has silhouette and mirror IoU 0 and no
 picture.
 
 Not guaranteed: STL files are read with trimesh (vertices merged); a mesh that trimesh
@@ -188,7 +188,7 @@ def text_silhouette(solid: manifold3d.Manifold, view: View, columns: int = 48) -
     try:
         section = _projection(solid, view)
     except RuntimeError:  # "Values exceed permitted range"
-        return f"{view} view: too large to draw (over about 1e10 mm)"
+        return f"{view} view: too large to draw (over about 1e11 mm)"
     polygons = [np.asarray(p, dtype=float) for p in section.to_polygons() if len(p) >= 3]
     _, h_axis, v_axis = _VIEW_AXES[view]
     if not polygons:

@@ -181,3 +181,15 @@ def test_wandb_without_the_package_is_a_clear_error(
     monkeypatch.setitem(sys.modules, "wandb", None)  # import wandb raises ImportError
     with pytest.raises(WandbMissing, match="pip install wandb"):
         MetricsLogger(RunDir.create(tmp_path), tensorboard=False, wandb=True)
+
+
+@pytest.mark.parametrize(
+    "line", ['{"stage": "grpo", "step": 0, "time": 1.0}', "42", '{"stage": 1, "step": 0}']
+)
+def test_a_record_without_the_logged_shape_is_named_by_its_line(tmp_path: Path, line: str) -> None:
+    # JSON of another shape had gone through, and a resume then died on KeyError 'values'.
+    path = tmp_path / "metrics.jsonl"
+    good = '{"stage": "sft", "step": 1, "time": 1.0, "values": {"loss": 1.0}}'
+    path.write_text(f"{good}\n{line}\n{good}\n")
+    with pytest.raises(ValueError, match=r"metrics.jsonl:2: not a metrics record"):
+        read_metrics(path)

@@ -136,6 +136,13 @@ def test_which_groups_count_as_failed(tokenizer: Any) -> None:
     assert not all_failed(passed[1], reward)
     unscored = [dataclasses.replace(r, judged=False) for r in failed[1]]
     assert not all_failed(unscored, reward)  # nothing judged: nothing known to have failed
+    # A reward that is no number is no reward, as in the update: [0, NaN] failed.
+    nan_last = {failed[1][-1].id: float("nan")}
+
+    def with_nan(r: Rollout) -> float:
+        return nan_last.get(r.id, reward(r))
+
+    assert all_failed(failed[1], with_nan) and not all_failed(failed[1][-1:], with_nan)
 
 
 def test_guided_grpo_learns_where_every_sample_fails(tiny_model: Any, tokenizer: Any) -> None:

@@ -34,6 +34,7 @@ from posttrain.train.resume import (
     load_grpo_state,
     load_sft_state,
     open_for_resume,
+    prepare_resume,
     save_sft_state,
 )
 from posttrain.train.sft import SFTLoop, sft_optimizer
@@ -416,6 +417,8 @@ def test_an_unreadable_state_of_an_unfinished_stage_counts_as_none(
     with MetricsLogger(run, tensorboard=False) as metrics:
         metrics.log("grpo", 1, {"loss": 1.0})
     assert forget_unfinished(run, STAGES) == 1  # the stage starts over
+    prepare_resume(run)  # and no loader reads the state: load_grpo_state had raised on it
+    assert not run.checkpoint_path("grpo-state").exists()
 
 
 def test_a_resume_forgets_evaluation_rows_without_a_results_file(tmp_path: Path) -> None:

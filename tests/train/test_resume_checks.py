@@ -147,3 +147,25 @@ def test_rows_a_kill_left_unlogged_are_those_metrics_jsonl_lacks(tmp_path: Path)
     saved = [(5, {"loss": 1.0}), (10, {"loss": 0.5})]
     assert unlogged_rows(run, "control", saved) == [(10, {"loss": 0.5})]
     assert unlogged_rows(run, "grpo", []) == []
+
+
+def test_a_datasets_relative_path_is_stored_absolute_and_checked_on_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data" / "caps.jsonl"
+    data.parent.mkdir()
+    rows = [{"prompt": f"What is {i} + 1?", "answer": str(i + 1)} for i in range(400)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.chdir(data.parent)
+    spec = "datasets=[{id: mine/plus-one-v1, path: caps.jsonl, verifier: exact}]"
+    run = _new_run(tmp_path, spec, "domains=[mine/plus-one-v1]", "eval.tasks_per_domain=4")
+    saved = yaml.safe_load((run / "config.yaml").read_text())
+    assert saved["datasets"][0]["path"] == str(data)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PipelineReached):
+        _resume(run)
+    data.write_text(data.read_text().replace('"1"', '"7"'))
+    with pytest.raises(
+        ConfigError, match=r"datasets\[0\]\.path \(mine/plus-one-v1\) .* has changed"
+    ):
+        _resume(run)
